@@ -60,7 +60,7 @@ void ThreadPool::RunImpl(Invoker invoker, void* ctx) {
 }
 
 void ThreadPool::WorkerLoop(int ith) {
-  uint32_t seen = generation_.load(std::memory_order_acquire);
+  uint32_t seen = 0;  // generation_ starts at 0; a Run may start before this thread does
   while (true) {
     int spins = 0;
     uint32_t now;
