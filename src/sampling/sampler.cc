@@ -1,0 +1,128 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+
+namespace herd {
+
+int32_t ArgMax(const float* values, int32_t n) {
+  int32_t best = 0;
+  float best_value = -std::numeric_limits<float>::infinity();
+  for (int32_t i = 0; i < n; ++i) {
+    if (values[i] > best_value) {  // strict: the first of equal maxima wins; NaN never compares greater
+      best_value = values[i];
+      best = i;
+    }
+  }
+  return best;
+}
+
+Result<Sampler> Sampler::Create(const SamplingParams& params, int32_t n_vocab) {
+  HERD_RETURN_IF_ERROR(ValidateSamplingParams(params, n_vocab));
+  uint64_t seed = params.seed;
+  if (seed == kRandomSeed) {
+    std::random_device rd;
+    seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    if (seed == kRandomSeed) seed ^= 1;  // so that seed() can be replayed
+  }
+  return Sampler(params, n_vocab, seed);
+}
+
+Sampler::Sampler(const SamplingParams& params, int32_t n_vocab, uint64_t seed)
+    : params_(params),
+      n_vocab_(n_vocab),
+      seed_(seed),
+      rng_(seed),
+      history_(params.penalties_on() ? params.penalty_last_n : 0) {}
+
+double Sampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+void Sampler::Accept(int32_t id) {
+  HERD_CHECK_MSG(id >= 0 && id < n_vocab_, "token %d outside the vocabulary [0, %d)", id, n_vocab_);
+  history_.Push(id);
+}
+
+bool Sampler::IsStopToken(int32_t id) const {
+  return std::find(params_.stop_tokens.begin(), params_.stop_tokens.end(), id) != params_.stop_tokens.end();
+}
+
+SampledToken Sampler::Sample(float* logits) {
+  HERD_CHECK(logits != nullptr);
+  if (!params_.logit_bias.empty()) ApplyLogitBias(logits, params_.logit_bias);
+  if (params_.penalties_on()) {
+    ApplyPenalties(logits, history_, params_.repeat_penalty, params_.frequency_penalty, params_.presence_penalty);
+  }
+  SampledToken out;
+  out.id = params_.greedy() ? ArgMax(logits, n_vocab_) : Draw(logits);
+  if (params_.logprobs || params_.n_probs > 0) Report(logits, &out);
+  return out;
+}
+
+int32_t Sampler::Draw(const float* logits) {
+  const double u = Uniform();  // drawn first so every call consumes exactly one
+  std::vector<Candidate>& c = scratch_;
+  c.clear();
+  for (int32_t i = 0; i < n_vocab_; ++i) {
+    if (logits[i] > -std::numeric_limits<float>::infinity()) c.push_back({i, logits[i], 0.0f});
+  }
+  if (c.empty()) return 0;  // every token banned
+
+  const SamplingParams& p = params_;
+  if (p.top_k > 0) TopK(c, p.top_k);
+  if (p.typical_p < 1.0f && c.size() > 1) TypicalP(c, p.typical_p);
+  if (p.top_p < 1.0f && c.size() > 1) TopP(c, p.top_p);
+  if (p.min_p > 0.0f && c.size() > 1) MinP(c, p.min_p);
+  if (c.size() == 1) return c[0].id;
+  if (p.temperature != 1.0f) ApplyTemperature(c, p.temperature);
+  Softmax(c);
+
+  double cum = 0.0;
+  for (const Candidate& x : c) {
+    cum += x.p;
+    if (u < cum) return x.id;
+  }
+  // The probabilities summed to slightly less than u by rounding: take the last possible token.
+  for (auto it = c.rbegin(); it != c.rend(); ++it) {
+    if (it->p > 0.0f) return it->id;
+  }
+  return c.back().id;
+}
+
+void Sampler::Report(const float* logits, SampledToken* out) const {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  float max = neg_inf;
+  for (int32_t i = 0; i < n_vocab_; ++i) max = std::max(max, logits[i]);
+  if (max == neg_inf) {  // every token banned
+    out->logprob = neg_inf;
+    return;
+  }
+  double sum = 0.0;
+  for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
+  const double log_z = max + std::log(sum);
+  auto logprob = [&](int32_t id) { return static_cast<float>(logits[id] - log_z); };
+  out->logprob = logprob(out->id);
+
+  const size_t n = static_cast<size_t>(params_.n_probs);
+  if (n == 0) return;
+  // Heap of the n most likely seen so far; with MoreLikely as "less", its front is the least likely.
+  std::vector<Candidate> heap;
+  heap.reserve(n + 1);
+  for (int32_t i = 0; i < n_vocab_; ++i) {
+    if (!(logits[i] > neg_inf)) continue;
+    Candidate x{i, logits[i], 0.0f};
+    if (heap.size() == n && !MoreLikely(x, heap.front())) continue;
+    heap.push_back(x);
+    std::push_heap(heap.begin(), heap.end(), MoreLikely);
+    if (heap.size() > n) {
+      std::pop_heap(heap.begin(), heap.end(), MoreLikely);
+      heap.pop_back();
+    }
+  }
+  std::sort(heap.begin(), heap.end(), MoreLikely);
+  out->top.reserve(heap.size());
+  for (const Candidate& x : heap) out->top.push_back({x.id, logprob(x.id)});
+}
+
+}  // namespace herd

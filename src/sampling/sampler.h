@@ -1,0 +1,97 @@
+// Sampler: turns one row of logits into the next token of one sequence.
+//
+// The chain, in llama.cpp's default order; a stage whose parameter is neutral does not run:
+//   1. logit bias         logits[id] += bias (-inf bans a token)
+//   2. penalties          over the last penalty_last_n accepted tokens, each distinct token once:
+//                         repeat (divide positive / multiply negative logits), then
+//                         frequency (-= count * f) and presence (-= p)
+//   -- logprobs are taken here: log-softmax of the logits after bias and penalties, before
+//      truncation and temperature (the model's distribution as adjusted by the request) --
+//   3. greedy             temperature == 0: argmax (lowest id on ties), nothing below runs, no sort
+//   4. top-k              nth_element, then a sort of the k survivors
+//   5. typical-p          needs a full sort by typicality
+//   6. top-p              lazily sorted: partial sorts of growing prefixes
+//   7. min-p              a threshold against the best logit, no sort
+//   8. temperature        logit /= temperature
+//   9. softmax and draw   one uniform double from the sequence's RNG
+//
+// Determinism: the RNG is std::mt19937_64 (its output is fixed by the C++ standard) seeded with
+// params.seed, and uniforms are built from its raw bits, so the same seed, parameters and logits
+// give the same tokens on every platform. Every non-greedy Sample() consumes exactly one draw.
+//
+// A Sampler belongs to one sequence and is not thread-safe; copying one forks the sequence
+// (RNG state and penalty window included).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "sampling/sampling_params.h"
+#include "sampling/sampling_stages.h"
+#include "sampling/token_history.h"
+
+namespace herd {
+
+struct TokenLogprob {
+  int32_t id;
+  float logprob;
+};
+
+struct SampledToken {
+  int32_t id = -1;
+  // log p(id) in the distribution described above; NaN unless params.logprobs or n_probs > 0.
+  // -inf never occurs for a sampled token unless every token was banned.
+  float logprob = std::numeric_limits<float>::quiet_NaN();
+  // The n_probs most likely tokens of that distribution, most likely first (lower id on ties);
+  // banned tokens (-inf) are left out. The sampled token may or may not be among them.
+  std::vector<TokenLogprob> top;
+};
+
+class Sampler {
+ public:
+  // Validates params (see ValidateSamplingParams) and resolves kRandomSeed.
+  static Result<Sampler> Create(const SamplingParams& params, int32_t n_vocab);
+
+  // Picks the next token from logits[0, n_vocab). The row is modified: on return it holds the
+  // logits after bias and penalties. Cost: O(n_vocab) plus what the active stages need (see
+  // above); allocation-free after the first call except for SampledToken::top. If every token
+  // is banned the result is token 0 (with logprob NaN/-inf as applicable).
+  SampledToken Sample(float* logits);
+
+  // Records a token of the sequence (prompt tokens and generated ones) in the penalty window.
+  void Accept(int32_t id);
+  void Accept(std::span<const int32_t> ids) {
+    for (int32_t id : ids) Accept(id);
+  }
+
+  bool IsStopToken(int32_t id) const;
+
+  const SamplingParams& params() const { return params_; }
+  int32_t n_vocab() const { return n_vocab_; }
+  uint64_t seed() const { return seed_; }  // the seed in use (kRandomSeed resolved)
+  const TokenHistory& history() const { return history_; }
+
+ private:
+  Sampler(const SamplingParams& params, int32_t n_vocab, uint64_t seed);
+
+  void Report(const float* logits, SampledToken* out) const;
+  int32_t Draw(const float* logits);
+  double Uniform();  // in [0, 1), 53 random bits
+
+  SamplingParams params_;
+  int32_t n_vocab_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  TokenHistory history_;
+  std::vector<Candidate> scratch_;  // candidate list reused across steps
+};
+
+// Index of the largest value in [0, n); the lowest index on ties. NaN values are never chosen
+// (all-NaN/-inf rows give 0). O(n), no sort.
+int32_t ArgMax(const float* values, int32_t n);
+
+}  // namespace herd
