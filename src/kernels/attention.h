@@ -1,0 +1,47 @@
+// Paged attention op family: K/V live in fixed-size blocks owned by the engine's KV cache;
+// each sequence has a block table mapping logical block index -> physical block id.
+//
+// Cache layout per layer (f16 or f32 elements):
+//   K, V: [n_blocks, block_size, n_kv_heads, head_dim]
+// Token p of a sequence lives in block table[p / block_size], slot p % block_size.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace herd {
+
+struct KvLayerView {
+  void* k = nullptr;  // [n_blocks, block_size, n_kv_heads, head_dim]
+  void* v = nullptr;  // same
+  DType type = DType::kF16;  // F16 or F32
+  int32_t n_blocks = 0;
+  int32_t block_size = 16;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;
+};
+
+// The batch's tokens and the sequences they belong to. Token t belongs to sequence seq[t]
+// at position pos[t] and attends causally to positions [0, pos[t]] of that sequence, which
+// must already be stored (earlier steps or StoreKv of this step).
+struct AttentionBatch {
+  int64_t n_tokens = 0;
+  const int32_t* pos = nullptr;  // [n_tokens]
+  const int32_t* seq = nullptr;  // [n_tokens] index into block_tables
+  const int32_t* const* block_tables = nullptr;  // [n_seqs] -> [max blocks of that sequence]
+  const int32_t* block_table_lens = nullptr;     // [n_seqs]
+};
+
+namespace ref {
+
+// Writes k, v: [n_tokens, n_kv_heads * head_dim] into the cache slots of each token.
+void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v);
+
+// q: [n_tokens, n_heads * head_dim] -> out: [n_tokens, n_heads * head_dim].
+// Softmax(q·kᵀ * scale) · v per head; query head h uses kv head h / (n_heads / n_kv_heads).
+void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
+                    float scale, float* out);
+
+}  // namespace ref
+}  // namespace herd

@@ -1,0 +1,59 @@
+// The compute backend boundary. Model code calls these ops; it never calls SIMD or CUDA
+// directly. A backend owns where tensors live (host for CPU, device memory for CUDA) and
+// how ops run. Implementations: ReferenceBackend (scalar oracle, single thread) and
+// CpuBackend (SIMD + thread pool) in kernels/cpu_backend.h; CudaBackend later.
+//
+// Memory contract: every float*/void* passed to an op points into memory from this
+// backend's Alloc() (or, for weights, a view returned by PrepareWeight()). Ops may run
+// asynchronously; Synchronize() waits for all queued work and is the only point at which
+// results are visible to the host via CopyToHost().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "tensor/tensor.h"
+
+namespace herd {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // --- memory ---
+  virtual void* Alloc(size_t bytes) = 0;  // 64-byte aligned, zero-initialised
+  virtual void Free(void* ptr) = 0;
+  virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
+  virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  virtual void Synchronize() = 0;
+  // Makes a weight usable by this backend. CPU: returns the same view (weights stay in the
+  // file mapping, never copied). CUDA: uploads once and returns a device view.
+  virtual TensorView PrepareWeight(const TensorView& host_weight) = 0;
+
+  // --- ops (shapes as documented in kernels/ops.h, attention.h, matmul.h) ---
+  virtual void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) = 0;
+  virtual void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
+                       float* out) = 0;
+  // y: [n_tok, w.rows] = x: [n_tok, w.cols] · wᵀ
+  virtual void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) = 0;
+  virtual void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* positions,
+                    const float* inv_freq, int32_t n_rot) = 0;
+  virtual void SwiGlu(const float* gate, const float* up, float* out, int64_t n) = 0;
+  virtual void Add(float* x, const float* y, int64_t n) = 0;
+  virtual void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v) = 0;
+  virtual void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q,
+                              int32_t n_heads, float scale, float* out) = 0;
+  // Copies rows: out[i, :] = x[rows[i], :] for i < n; x, out: [*, n_cols] float.
+  virtual void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) = 0;
+};
+
+// Host-memory backends.
+std::unique_ptr<Backend> MakeReferenceBackend();
+// n_threads <= 0: one per core.
+std::unique_ptr<Backend> MakeCpuBackend(int n_threads);
+
+}  // namespace herd

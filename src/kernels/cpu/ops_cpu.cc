@@ -1,0 +1,176 @@
+#include <cmath>
+#include <vector>
+
+#include "base/check.h"
+#include "base/fp16.h"
+#include "kernels/cpu/ops_cpu.h"
+
+#if defined(__F16C__) && defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace herd::cpu {
+namespace {
+
+// Widens n values (n % 8 == 0 on the fast path) of a cache row into float.
+inline void LoadRow(const void* src, DType type, int32_t n, float* dst) {
+  if (type == DType::kF32) {
+    const float* s = static_cast<const float*>(src);
+    for (int32_t i = 0; i < n; ++i) dst[i] = s[i];
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  int32_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+  }
+#endif
+  for (; i < n; ++i) dst[i] = Fp16ToFp32(s[i]);
+}
+
+inline float Dot(const float* a, const float* b, int32_t n) {
+  float acc = 0;
+#pragma omp simd reduction(+ : acc)
+  for (int32_t i = 0; i < n; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+}  // namespace
+
+void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols, float* out,
+             ThreadPool& pool) {
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * n_cols;
+      float ss = 0;
+#pragma omp simd reduction(+ : ss)
+      for (int64_t c = 0; c < n_cols; ++c) ss += xr[c] * xr[c];
+      const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n_cols) + eps);
+      float* o = out + r * n_cols;
+      for (int64_t c = 0; c < n_cols; ++c) o[c] = xr[c] * scale * weight[c];
+    }
+  };
+  if (n_rows < 4) {
+    body(0, n_rows);
+  } else {
+    pool.ParallelFor(n_rows, 1, body);
+  }
+}
+
+void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* positions, const float* inv_freq,
+          int32_t n_rot, ThreadPool& pool) {
+  HERD_CHECK(n_rot <= head_dim && n_rot <= 1024);
+  auto body = [&](int64_t begin, int64_t end) {
+    float cs[512], sn[512];
+    for (int64_t t = begin; t < end; ++t) {
+      for (int32_t i = 0; i < n_rot / 2; ++i) {
+        const double angle = static_cast<double>(positions[t]) * inv_freq[i];
+        cs[i] = static_cast<float>(std::cos(angle));
+        sn[i] = static_cast<float>(std::sin(angle));
+      }
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* v = x + (t * n_heads + h) * head_dim;
+        for (int32_t i = 0; i < n_rot / 2; ++i) {
+          const float a = v[2 * i];
+          const float b = v[2 * i + 1];
+          v[2 * i] = a * cs[i] - b * sn[i];
+          v[2 * i + 1] = a * sn[i] + b * cs[i];
+        }
+      }
+    }
+  };
+  if (n_tok < 4) {
+    body(0, n_tok);
+  } else {
+    pool.ParallelFor(n_tok, 1, body);
+  }
+}
+
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float g = gate[i];
+      out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  };
+  if (n < 65536) {
+    body(0, n);
+  } else {
+    pool.ParallelFor(n, 4096, body);
+  }
+}
+
+void StoreKv(const KvLayerView& c, const AttentionBatch& b, const float* k, const float* v) {
+  const int64_t row = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
+  for (int64_t t = 0; t < b.n_tokens; ++t) {
+    const int32_t s = b.seq[t];
+    const int32_t p = b.pos[t];
+    HERD_CHECK(p / c.block_size < b.block_table_lens[s]);
+    const int32_t block = b.block_tables[s][p / c.block_size];
+    HERD_CHECK(block >= 0 && block < c.n_blocks);
+    const int64_t off = (static_cast<int64_t>(block) * c.block_size + p % c.block_size) * row;
+    if (c.type == DType::kF32) {
+      for (int64_t i = 0; i < row; ++i) {
+        static_cast<float*>(c.k)[off + i] = k[t * row + i];
+        static_cast<float*>(c.v)[off + i] = v[t * row + i];
+      }
+    } else {
+      for (int64_t i = 0; i < row; ++i) {
+        static_cast<uint16_t*>(c.k)[off + i] = Fp32ToFp16(k[t * row + i]);
+        static_cast<uint16_t*>(c.v)[off + i] = Fp32ToFp16(v[t * row + i]);
+      }
+    }
+  }
+}
+
+void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
+                    float* out, ThreadPool& pool) {
+  HERD_CHECK(n_heads % c.n_kv_heads == 0);
+  const int32_t group = n_heads / c.n_kv_heads;
+  const int32_t d = c.head_dim;
+  const size_t elem = c.type == DType::kF16 ? 2 : 4;
+  const int64_t n_tasks = b.n_tokens * c.n_kv_heads;
+  pool.ParallelFor(n_tasks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> kbuf(d), vbuf(d), acc(static_cast<size_t>(group) * d), m(group), l(group);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t t = task / c.n_kv_heads;
+      const int32_t kvh = static_cast<int32_t>(task % c.n_kv_heads);
+      const int32_t s = b.seq[t];
+      const int32_t n_ctx = b.pos[t] + 1;
+      HERD_CHECK((n_ctx + c.block_size - 1) / c.block_size <= b.block_table_lens[s]);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(m.begin(), m.end(), -INFINITY);
+      std::fill(l.begin(), l.end(), 0.0f);
+      const float* qg = q + (t * n_heads + static_cast<int64_t>(kvh) * group) * d;
+      for (int32_t p = 0; p < n_ctx; ++p) {
+        const int32_t block = b.block_tables[s][p / c.block_size];
+        const int64_t slot = static_cast<int64_t>(block) * c.block_size + p % c.block_size;
+        const size_t off = static_cast<size_t>((slot * c.n_kv_heads + kvh) * d) * elem;
+        LoadRow(static_cast<const uint8_t*>(c.k) + off, c.type, d, kbuf.data());
+        LoadRow(static_cast<const uint8_t*>(c.v) + off, c.type, d, vbuf.data());
+        for (int32_t g = 0; g < group; ++g) {
+          const float score = Dot(qg + g * d, kbuf.data(), d) * scale;
+          float* a = acc.data() + g * d;
+          if (score > m[g]) {
+            const float corr = std::exp(m[g] - score);
+            l[g] = l[g] * corr + 1.0f;
+            m[g] = score;
+            for (int32_t i = 0; i < d; ++i) a[i] = a[i] * corr + vbuf[i];
+          } else {
+            const float e = std::exp(score - m[g]);
+            l[g] += e;
+            for (int32_t i = 0; i < d; ++i) a[i] += e * vbuf[i];
+          }
+        }
+      }
+      for (int32_t g = 0; g < group; ++g) {
+        float* o = out + (t * n_heads + static_cast<int64_t>(kvh) * group + g) * d;
+        const float inv = 1.0f / l[g];
+        for (int32_t i = 0; i < d; ++i) o[i] = acc[g * d + i] * inv;
+      }
+    }
+  });
+}
+
+}  // namespace herd::cpu

@@ -1,0 +1,7 @@
+#include "model/arch/architectures.h"
+
+namespace herd {
+
+void RegisterBuiltinArchitectures() { RegisterLlamaArchitecture(); }
+
+}  // namespace herd

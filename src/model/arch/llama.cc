@@ -1,0 +1,269 @@
+// Architecture `llama`: Llama 2/3/3.1/3.2, Mistral, TinyLlama, SmolLM and other models with
+// RMSNorm, GQA attention with adjacent-pair RoPE (GGUF stores Q/K permuted for it), SwiGLU
+// feed-forward, and tied or separate output embeddings.
+//
+// Per layer, for x: [T, n_embd]:
+//   h = rms_norm(x) * attn_norm;  q = h·Wqᵀ [T, n_head*hd];  k, v = h·Wkᵀ, h·Wvᵀ [T, n_head_kv*hd]
+//   rope(q, k);  store k, v in the paged cache;  a = attention(q, cache) [T, n_head*hd]
+//   x += a·Woᵀ;  h = rms_norm(x) * ffn_norm;  x += (silu(h·Wgᵀ) * (h·Wuᵀ))·Wdᵀ
+// then logits = rms_norm(x[rows]) * output_norm · Woutᵀ.
+#include <cmath>
+#include <vector>
+
+#include "io/gguf.h"
+#include "model/arch/architectures.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace herd {
+namespace {
+
+struct LayerWeights {
+  const float* attn_norm;  // [n_embd]
+  TensorView wq;           // [n_head*hd, n_embd]
+  TensorView wk;           // [n_head_kv*hd, n_embd]
+  TensorView wv;           // [n_head_kv*hd, n_embd]
+  TensorView wo;           // [n_embd, n_head*hd]
+  const float* ffn_norm;   // [n_embd]
+  TensorView w_gate;       // [n_ff, n_embd]
+  TensorView w_up;         // [n_ff, n_embd]
+  TensorView w_down;       // [n_embd, n_ff]
+};
+
+class LlamaModel final : public Model {
+ public:
+  LlamaModel(ModelConfig config, Backend* backend) : Model(std::move(config), backend) {}
+  ~LlamaModel() override {
+    for (void* p : owned_) backend_->Free(p);
+    FreeWorkspace();
+  }
+
+  Status Load(const GgufFile& f) {
+    const ModelConfig& c = config_;
+    WeightLoader w(f, backend_);
+    const GgufTensorInfo* embd = f.FindTensor("token_embd.weight");
+    if (embd == nullptr) return NotFound(f.path() + ": missing tensor 'token_embd.weight'");
+    if (embd->ne.size() < 2) return InvalidArgument(f.path() + ": token_embd.weight must be 2-D");
+    config_.n_vocab = static_cast<int32_t>(embd->ne[1]);
+    HERD_ASSIGN_OR_RETURN(tok_embd_, w.Matrix("token_embd.weight", {c.n_embd, c.n_vocab}));
+    HERD_ASSIGN_OR_RETURN(output_norm_, w.F32Vector("output_norm.weight", c.n_embd));
+    config_.tied_output = !w.Has("output.weight");
+    if (config_.tied_output) {
+      output_ = tok_embd_;
+    } else {
+      HERD_ASSIGN_OR_RETURN(output_, w.Matrix("output.weight", {c.n_embd, c.n_vocab}));
+    }
+    config_.has_rope_freqs = w.Has("rope_freqs.weight");
+    std::vector<float> factors;
+    if (config_.has_rope_freqs) {
+      const GgufTensorInfo* info = f.FindTensor("rope_freqs.weight");
+      HERD_ASSIGN_OR_RETURN(TensorView rf, w.Matrix("rope_freqs.weight", {c.n_rot / 2}));
+      if (info->type != DType::kF32) return InvalidArgument(f.path() + ": rope_freqs.weight must be F32");
+      const float* p = reinterpret_cast<const float*>(f.TensorData(*info));
+      factors.assign(p, p + c.n_rot / 2);
+      (void)rf;
+    }
+    RopeParams rope{c.n_rot, c.rope_freq_base, c.rope_freq_scale, factors.empty() ? nullptr : factors.data()};
+    std::vector<float> inv(static_cast<size_t>(c.n_rot / 2));
+    RopeInverseFrequencies(rope, inv.data());
+    inv_freq_ = static_cast<float*>(backend_->Alloc(sizeof(float) * inv.size()));
+    backend_->CopyToDevice(inv_freq_, inv.data(), sizeof(float) * inv.size());
+    owned_.push_back(inv_freq_);
+
+    layers_.resize(static_cast<size_t>(c.n_layer));
+    for (int32_t i = 0; i < c.n_layer; ++i) {
+      LayerWeights& l = layers_[static_cast<size_t>(i)];
+      const std::string b = "blk." + std::to_string(i) + ".";
+      HERD_ASSIGN_OR_RETURN(l.attn_norm, w.F32Vector(b + "attn_norm.weight", c.n_embd));
+      HERD_ASSIGN_OR_RETURN(l.wq, w.Matrix(b + "attn_q.weight", {c.n_embd, c.q_dim()}));
+      HERD_ASSIGN_OR_RETURN(l.wk, w.Matrix(b + "attn_k.weight", {c.n_embd, c.kv_dim()}));
+      HERD_ASSIGN_OR_RETURN(l.wv, w.Matrix(b + "attn_v.weight", {c.n_embd, c.kv_dim()}));
+      HERD_ASSIGN_OR_RETURN(l.wo, w.Matrix(b + "attn_output.weight", {c.q_dim(), c.n_embd}));
+      HERD_ASSIGN_OR_RETURN(l.ffn_norm, w.F32Vector(b + "ffn_norm.weight", c.n_embd));
+      HERD_ASSIGN_OR_RETURN(l.w_gate, w.Matrix(b + "ffn_gate.weight", {c.n_embd, c.n_ff}));
+      HERD_ASSIGN_OR_RETURN(l.w_up, w.Matrix(b + "ffn_up.weight", {c.n_embd, c.n_ff}));
+      HERD_ASSIGN_OR_RETURN(l.w_down, w.Matrix(b + "ffn_down.weight", {c.n_ff, c.n_embd}));
+    }
+    for (void* p : w.TakeAllocations()) owned_.push_back(p);
+    return Status::Ok();
+  }
+
+  Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits) override {
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv));
+    const ModelConfig& c = config_;
+    const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+    if (n_out == 0) return Status::Ok();
+    Backend& be = *backend_;
+    be.MatMul(output_, hidden, n_out, ws_.logits);
+    be.Synchronize();
+    be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
+    return Status::Ok();
+  }
+
+  Status Embed(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* hidden_out) override {
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv));
+    backend_->Synchronize();
+    backend_->CopyToHost(hidden_out, hidden, sizeof(float) * batch.logit_rows.size() * config_.n_embd);
+    return Status::Ok();
+  }
+
+ private:
+  struct Workspace {
+    int64_t capacity = 0;   // tokens
+    int64_t out_capacity = 0;  // logit rows
+    float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
+    float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
+    int32_t *tokens = nullptr, *pos = nullptr, *seq = nullptr, *logit_rows = nullptr;
+    int32_t* tables = nullptr;             // flattened block tables
+    int64_t tables_capacity = 0;
+    const int32_t** table_ptrs = nullptr;  // [n_seqs]
+    int32_t* table_lens = nullptr;         // [n_seqs]
+    int64_t seqs_capacity = 0;
+  };
+
+  void FreeWorkspace() {
+    for (void* p : {static_cast<void*>(ws_.x), static_cast<void*>(ws_.h), static_cast<void*>(ws_.q),
+                    static_cast<void*>(ws_.k), static_cast<void*>(ws_.v), static_cast<void*>(ws_.attn),
+                    static_cast<void*>(ws_.gate), static_cast<void*>(ws_.up), static_cast<void*>(ws_.tokens),
+                    static_cast<void*>(ws_.pos), static_cast<void*>(ws_.seq)}) {
+      if (p) backend_->Free(p);
+    }
+    FreeOut();
+    FreeTables();
+    ws_.capacity = 0;
+  }
+  void FreeOut() {
+    for (void* p : {static_cast<void*>(ws_.rows), static_cast<void*>(ws_.rows_normed),
+                    static_cast<void*>(ws_.logits), static_cast<void*>(ws_.logit_rows)}) {
+      if (p) backend_->Free(p);
+    }
+    ws_.out_capacity = 0;
+  }
+  void FreeTables() {
+    for (void* p : {static_cast<void*>(ws_.tables), static_cast<void*>(ws_.table_ptrs),
+                    static_cast<void*>(ws_.table_lens)}) {
+      if (p) backend_->Free(p);
+    }
+    ws_.tables_capacity = ws_.seqs_capacity = 0;
+  }
+
+  template <typename T>
+  T* Alloc(int64_t n) {
+    return static_cast<T*>(backend_->Alloc(sizeof(T) * static_cast<size_t>(n)));
+  }
+
+  void Reserve(int64_t n_tok, int64_t n_out, int64_t n_seqs, int64_t n_table_entries) {
+    const ModelConfig& c = config_;
+    if (n_tok > ws_.capacity) {
+      FreeWorkspace();
+      ws_.capacity = n_tok;
+      ws_.x = Alloc<float>(n_tok * c.n_embd);
+      ws_.h = Alloc<float>(n_tok * std::max(c.n_embd, c.q_dim()));
+      ws_.q = Alloc<float>(n_tok * c.q_dim());
+      ws_.k = Alloc<float>(n_tok * c.kv_dim());
+      ws_.v = Alloc<float>(n_tok * c.kv_dim());
+      ws_.attn = Alloc<float>(n_tok * c.q_dim());
+      ws_.gate = Alloc<float>(n_tok * c.n_ff);
+      ws_.up = Alloc<float>(n_tok * c.n_ff);
+      ws_.tokens = Alloc<int32_t>(n_tok);
+      ws_.pos = Alloc<int32_t>(n_tok);
+      ws_.seq = Alloc<int32_t>(n_tok);
+    }
+    if (n_out > ws_.out_capacity) {
+      FreeOut();
+      ws_.out_capacity = n_out;
+      ws_.rows = Alloc<float>(n_out * c.n_embd);
+      ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
+      ws_.logits = Alloc<float>(n_out * c.n_vocab);
+      ws_.logit_rows = Alloc<int32_t>(n_out);
+    }
+    if (n_seqs > ws_.seqs_capacity || n_table_entries > ws_.tables_capacity) {
+      FreeTables();
+      ws_.seqs_capacity = std::max<int64_t>(n_seqs, 1);
+      ws_.tables_capacity = std::max<int64_t>(n_table_entries, 1);
+      ws_.tables = Alloc<int32_t>(ws_.tables_capacity);
+      ws_.table_ptrs = static_cast<const int32_t**>(backend_->Alloc(sizeof(int32_t*) * ws_.seqs_capacity));
+      ws_.table_lens = Alloc<int32_t>(ws_.seqs_capacity);
+    }
+  }
+
+  // Runs all layers and the final norm of the requested rows; returns [n_rows, n_embd].
+  Result<const float*> Run(const ForwardBatch& batch, std::span<const KvLayerView> kv) {
+    const ModelConfig& c = config_;
+    if (kv.size() != static_cast<size_t>(c.n_layer)) {
+      return InvalidArgument(StrFormat("KV cache has %zu layers, model has %d", kv.size(), c.n_layer));
+    }
+    HERD_RETURN_IF_ERROR(batch.Validate(c.n_vocab, kv[0].block_size, kv[0].n_blocks));
+    const int64_t T = batch.size();
+    const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+    int64_t entries = 0;
+    for (const auto& t : batch.block_tables) entries += static_cast<int64_t>(t.size());
+    Reserve(T, n_out, static_cast<int64_t>(batch.block_tables.size()), entries);
+    Backend& be = *backend_;
+
+    // Upload the batch description.
+    be.CopyToDevice(ws_.tokens, batch.tokens.data(), sizeof(int32_t) * T);
+    be.CopyToDevice(ws_.pos, batch.pos.data(), sizeof(int32_t) * T);
+    be.CopyToDevice(ws_.seq, batch.seq.data(), sizeof(int32_t) * T);
+    if (n_out > 0) be.CopyToDevice(ws_.logit_rows, batch.logit_rows.data(), sizeof(int32_t) * n_out);
+    std::vector<const int32_t*> ptrs;
+    std::vector<int32_t> lens;
+    int64_t off = 0;
+    for (const auto& t : batch.block_tables) {
+      be.CopyToDevice(ws_.tables + off, t.data(), sizeof(int32_t) * t.size());
+      ptrs.push_back(ws_.tables + off);
+      lens.push_back(static_cast<int32_t>(t.size()));
+      off += static_cast<int64_t>(t.size());
+    }
+    be.CopyToDevice(ws_.table_ptrs, ptrs.data(), sizeof(int32_t*) * ptrs.size());
+    be.CopyToDevice(ws_.table_lens, lens.data(), sizeof(int32_t) * lens.size());
+    AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens};
+
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
+    for (int32_t il = 0; il < c.n_layer; ++il) {
+      const LayerWeights& l = layers_[static_cast<size_t>(il)];
+      be.RmsNorm(ws_.x, l.attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+      be.MatMul(l.wq, ws_.h, T, ws_.q);
+      be.MatMul(l.wk, ws_.h, T, ws_.k);
+      be.MatMul(l.wv, ws_.h, T, ws_.v);
+      be.Rope(ws_.q, T, c.n_head, c.head_dim, ws_.pos, inv_freq_, c.n_rot);
+      be.Rope(ws_.k, T, c.n_head_kv, c.head_dim, ws_.pos, inv_freq_, c.n_rot);
+      be.StoreKv(kv[static_cast<size_t>(il)], ab, ws_.k, ws_.v);
+      be.PagedAttention(kv[static_cast<size_t>(il)], ab, ws_.q, c.n_head, scale, ws_.attn);
+      be.MatMul(l.wo, ws_.attn, T, ws_.h);
+      be.Add(ws_.x, ws_.h, T * c.n_embd);
+      be.RmsNorm(ws_.x, l.ffn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+      be.MatMul(l.w_gate, ws_.h, T, ws_.gate);
+      be.MatMul(l.w_up, ws_.h, T, ws_.up);
+      be.SwiGlu(ws_.gate, ws_.up, ws_.gate, T * c.n_ff);
+      be.MatMul(l.w_down, ws_.gate, T, ws_.h);
+      be.Add(ws_.x, ws_.h, T * c.n_embd);
+    }
+    if (n_out == 0) return static_cast<const float*>(ws_.rows);
+    be.GatherRows(ws_.x, ws_.logit_rows, n_out, c.n_embd, ws_.rows);
+    be.RmsNorm(ws_.rows, output_norm_, c.rms_eps, n_out, c.n_embd, ws_.rows_normed);
+    return static_cast<const float*>(ws_.rows_normed);
+  }
+
+  TensorView tok_embd_;         // [n_vocab, n_embd]
+  TensorView output_;           // [n_vocab, n_embd] (== tok_embd_ when tied)
+  const float* output_norm_ = nullptr;  // [n_embd]
+  float* inv_freq_ = nullptr;   // [n_rot / 2]
+  std::vector<LayerWeights> layers_;
+  std::vector<void*> owned_;
+  Workspace ws_;
+};
+
+Result<std::unique_ptr<Model>> CreateLlama(const GgufFile& file, Backend* backend) {
+  HERD_ASSIGN_OR_RETURN(ModelConfig config, ReadLlamaLikeConfig(file, "llama"));
+  auto model = std::make_unique<LlamaModel>(std::move(config), backend);
+  HERD_RETURN_IF_ERROR(model->Load(file));
+  return std::unique_ptr<Model>(std::move(model));
+}
+
+}  // namespace
+
+void RegisterLlamaArchitecture() { RegisterArchitecture("llama", CreateLlama); }
+
+}  // namespace herd

@@ -1,0 +1,93 @@
+#include "model/model.h"
+
+#include <map>
+#include <mutex>
+
+#include "io/gguf.h"
+#include "model/arch/architectures.h"
+
+namespace herd {
+namespace {
+
+std::map<std::string, ModelFactory>& Registry() {
+  static std::map<std::string, ModelFactory> registry;
+  return registry;
+}
+
+std::mutex& RegistryMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+void EnsureBuiltinArchitectures() {
+  static std::once_flag once;
+  std::call_once(once, [] { RegisterBuiltinArchitectures(); });
+}
+
+}  // namespace
+
+Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const {
+  if (tokens.empty()) return InvalidArgument("empty batch");
+  if (pos.size() != tokens.size() || seq.size() != tokens.size()) return InvalidArgument("batch arrays differ in length");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+      return InvalidArgument(StrFormat("token id %d out of range [0, %d)", tokens[i], n_vocab));
+    }
+    if (seq[i] < 0 || static_cast<size_t>(seq[i]) >= block_tables.size()) {
+      return InvalidArgument(StrFormat("token %zu names sequence %d of %zu", i, seq[i], block_tables.size()));
+    }
+    if (pos[i] < 0) return InvalidArgument(StrFormat("negative position %d", pos[i]));
+    const auto& table = block_tables[static_cast<size_t>(seq[i])];
+    if (static_cast<size_t>(pos[i] / block_size) >= table.size()) {
+      return InvalidArgument(StrFormat("position %d is beyond the %zu blocks of sequence %d", pos[i], table.size(), seq[i]));
+    }
+  }
+  for (const auto& table : block_tables) {
+    for (int32_t b : table) {
+      if (b < 0 || b >= n_blocks) return InvalidArgument(StrFormat("block id %d out of range [0, %d)", b, n_blocks));
+    }
+  }
+  for (int32_t r : logit_rows) {
+    if (r < 0 || r >= size()) return InvalidArgument(StrFormat("logit row %d out of range", r));
+  }
+  return Status::Ok();
+}
+
+Status Model::Embed(const ForwardBatch&, std::span<const KvLayerView>, float*) {
+  return Unimplemented(config_.arch + " does not support embeddings");
+}
+
+bool RegisterArchitecture(const std::string& arch, ModelFactory factory) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry()[arch] = std::move(factory);
+  return true;
+}
+
+std::vector<std::string> RegisteredArchitectures() {
+  EnsureBuiltinArchitectures();
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  std::vector<std::string> out;
+  for (const auto& [name, f] : Registry()) out.push_back(name);
+  return out;
+}
+
+Result<std::unique_ptr<Model>> LoadModel(const GgufFile& file, Backend* backend) {
+  auto arch = file.GetString("general.architecture");
+  if (!arch.ok()) return arch.status().WithContext(file.path());
+  EnsureBuiltinArchitectures();
+  ModelFactory factory;
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    auto it = Registry().find(*arch);
+    if (it != Registry().end()) factory = it->second;
+  }
+  if (!factory) {
+    std::string known;
+    for (const auto& n : RegisteredArchitectures()) known += (known.empty() ? "" : ", ") + n;
+    return Unimplemented(StrFormat("%s: architecture '%s' is not supported (supported: %s)", file.path().c_str(),
+                                   arch->c_str(), known.c_str()));
+  }
+  return factory(file, backend);
+}
+
+}  // namespace herd

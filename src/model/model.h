@@ -1,0 +1,67 @@
+// A loaded model and its forward pass over a batch of tokens from many sequences.
+//
+// The forward pass reads and writes K/V through block tables into a cache the caller (the
+// engine) owns; the model holds no per-sequence state. Logits are produced only for the
+// batch rows the caller asks for.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/attention.h"
+#include "kernels/backend.h"
+#include "model/config.h"
+
+namespace herd {
+
+class GgufFile;
+
+// One step's input. Token i belongs to sequence seq[i] at position pos[i]; each sequence's
+// block table must cover positions [0, max pos of that sequence in the batch].
+struct ForwardBatch {
+  std::vector<int32_t> tokens;                    // [n_tokens]
+  std::vector<int32_t> pos;                       // [n_tokens]
+  std::vector<int32_t> seq;                       // [n_tokens] index into block_tables
+  std::vector<std::vector<int32_t>> block_tables; // [n_seqs][n_blocks of that sequence]
+  std::vector<int32_t> logit_rows;                // token indices whose logits are returned
+
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+  Status Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  const ModelConfig& config() const { return config_; }
+
+  // Runs the batch. kv: one view per layer ([n_layer]). logits (host memory):
+  // [batch.logit_rows.size(), n_vocab] float32. Errors: invalid batch (ids out of range,
+  // positions beyond a block table).
+  virtual Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits) = 0;
+
+  // Final hidden states before the output projection, for embeddings: [rows.size(), n_embd]
+  // (after the final norm). Optional per architecture.
+  virtual Status Embed(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* hidden);
+
+  Backend& backend() { return *backend_; }
+
+ protected:
+  Model(ModelConfig config, Backend* backend) : config_(std::move(config)), backend_(backend) {}
+  ModelConfig config_;
+  Backend* backend_;
+};
+
+// Architectures register a factory by name (model/arch/*.cc, one file each).
+using ModelFactory = std::function<Result<std::unique_ptr<Model>>(const GgufFile& file, Backend* backend)>;
+bool RegisterArchitecture(const std::string& arch, ModelFactory factory);
+std::vector<std::string> RegisteredArchitectures();
+
+// Builds the model named by `general.architecture`. The GgufFile must outlive the model
+// (CPU weights point into its mapping); `backend` must too.
+Result<std::unique_ptr<Model>> LoadModel(const GgufFile& file, Backend* backend);
+
+}  // namespace herd
