@@ -11,11 +11,13 @@
 // on missing keys or wrong value types (which return a Status naming the key).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -66,7 +68,11 @@ struct GgufValue {
   static GgufValue F32Array(const std::vector<float>& v);
   static GgufValue I32Array(const std::vector<int32_t>& v);
 
-  std::string ToString(size_t max_array_items = 8) const;  // for `herd inspect`
+  // For `herd inspect`: arrays show their first `max_array_items` items then "... (N items)";
+  // strings are quoted and escaped, cut after `max_string_bytes` bytes with "... (N bytes)".
+  std::string ToString(size_t max_array_items = 8, size_t max_string_bytes = SIZE_MAX) const;
+  // "u32", "str", "arr[str,32000]", "arr[arr[i32,2],5]".
+  std::string TypeString() const;
 };
 
 struct GgufTensorInfo {
@@ -76,6 +82,8 @@ struct GgufTensorInfo {
   uint64_t offset;          // relative to the data section
   uint64_t bytes;           // computed from type and shape
 };
+
+class GgufCursor;  // gguf_reader.cc: bounds-checked reads over the file bytes
 
 class GgufFile {
  public:
@@ -118,7 +126,11 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  Status Parse();
+  Status Parse();  // gguf_reader.cc; errors without the path prefix (Open/FromBytes add it)
+  Status ParseMetadata(GgufCursor& in, uint64_t n_kv);
+  Status ParseTensorInfos(GgufCursor& in, uint64_t n_tensors);
+  Status CheckTensorPlacement() const;
+  Status TypeError(std::string_view key, const GgufValue& v, const char* expected) const;
 
   std::string path_;
   MappedFile mapping_;
@@ -130,6 +142,8 @@ class GgufFile {
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, GgufValue>> kv_;
   std::vector<GgufTensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> kv_index_;      // key -> index in kv_
+  std::unordered_map<std::string, size_t> tensor_index_;  // name -> index in tensors_
 };
 
 // Writes GGUF v3. Tensor data is produced by a callback at Write() time, one tensor at a time,
@@ -139,7 +153,7 @@ class GgufWriter {
   using FillFn = std::function<void(uint8_t* dst, uint64_t bytes)>;
 
   void Set(std::string key, GgufValue value);  // replaces an existing key
-  void SetAlignment(uint32_t alignment);        // also writes general.alignment
+  void SetAlignment(uint32_t alignment);       // also writes general.alignment
   // ne innermost first; ne[0] must be a multiple of the type's block size.
   void AddTensor(std::string name, DType type, std::vector<int64_t> ne, FillFn fill);
   Status Write(const std::string& path) const;
