@@ -10,7 +10,9 @@ std::vector<ModelShape> Shapes() {
   std::vector<ModelShape> s;
   // Test shapes: every dimension a multiple of 256 so all quant types apply.
   s.push_back({"tiny", 0, 2048, 256, 2, 4, 2, 512, 10000.f, 1e-5f, true});
-  s.push_back({"small", 0, 4096, 512, 4, 8, 2, 1536, 10000.f, 1e-5f, false});
+  ModelShape small{"small", 0, 4096, 512, 4, 8, 2, 1536, 500000.f, 1e-5f, false};
+  small.rope_llama3_factor = 8;  // exercises the rope_freqs path in tests
+  s.push_back(small);
   ModelShape l1{"llama-3.2-1b", 128256, 131072, 2048, 16, 32, 8, 8192, 500000.f, 1e-5f, true};
   l1.rope_llama3_factor = 32;
   s.push_back(l1);

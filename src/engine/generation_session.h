@@ -1,0 +1,56 @@
+// One sequence decoded on its own over a paged KV cache: the minimal driver used by
+// `herd run` and `herd bench-model`. The continuous-batching engine (Scheduler,
+// KvCacheManager) builds on the same Model/KvCache interfaces for many sequences.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/status.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+
+namespace herd {
+
+class GenerationSession {
+ public:
+  // n_batch: most tokens per forward pass while prefilling (chunked prefill).
+  GenerationSession(Model* model, KvCache* cache, int32_t n_batch = 512);
+  ~GenerationSession();
+
+  // Appends tokens to the sequence, running the model in chunks of n_batch. If `logits` is
+  // non-null it receives the last token's logits [n_vocab]. Errors: context full (no free
+  // block), invalid token ids.
+  Status Append(const std::vector<int32_t>& tokens, float* logits);
+
+  // Frees all blocks; the next Append starts at position 0.
+  void Reset();
+
+  int32_t n_past() const { return n_past_; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+
+ private:
+  Status EnsureBlocks(int32_t n_positions);
+
+  Model* model_;
+  KvCache* cache_;
+  BlockAllocator allocator_;
+  int32_t n_batch_;
+  int32_t n_past_ = 0;
+  std::vector<int32_t> block_table_;
+  std::vector<int32_t> tokens_;
+};
+
+struct GenerateOptions {
+  int32_t max_tokens = 128;
+  bool stop_at_eos = true;
+};
+
+// Feeds `prompt`, then samples up to max_tokens tokens, calling on_token(id) for each (return
+// false to stop). Stops at a stop token of the sampler unless !stop_at_eos.
+Status Generate(GenerationSession& session, Sampler& sampler, const std::vector<int32_t>& prompt,
+                const GenerateOptions& options, const std::function<bool(int32_t)>& on_token);
+
+}  // namespace herd

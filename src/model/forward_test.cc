@@ -1,0 +1,186 @@
+// The llama forward pass: the CPU backend against the reference backend on small random
+// models of every weight type, plus batching invariants (chunked prefill, several
+// sequences in one batch) that the engine relies on.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "io/gguf.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "model/test_models.h"
+#include "sampling/sampler.h"
+
+namespace herd {
+namespace {
+
+struct Loaded {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCache> cache;
+};
+
+Loaded Load(const std::string& path, bool reference, int32_t n_blocks = 64) {
+  Loaded l;
+  auto f = GgufFile::Open(path);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  l.file = std::move(f).value();
+  l.backend = reference ? MakeReferenceBackend() : MakeCpuBackend(2);
+  auto m = LoadModel(*l.file, l.backend.get());
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  l.model = std::move(m).value();
+  const ModelConfig& c = l.model->config();
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, n_blocks, DType::kF16};
+  l.cache = std::move(KvCache::Create(l.backend.get(), kc)).value();
+  return l;
+}
+
+std::vector<int32_t> Prompt(int n, int32_t n_vocab) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back((i * 7919 + 13) % n_vocab);
+  return p;
+}
+
+// Greedy decoding of `steps` tokens after `prompt`; logits of the first step in *first.
+std::vector<int32_t> Greedy(Loaded& l, const std::vector<int32_t>& prompt, int steps, std::vector<float>* first,
+                            int chunk = 512) {
+  const int32_t n_vocab = l.model->config().n_vocab;
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  std::vector<int32_t> blocks;
+  for (int32_t b = 0; b < l.cache->config().n_blocks; ++b) blocks.push_back(b);
+  std::vector<int32_t> out;
+  int32_t pos = 0;
+  auto run = [&](const std::vector<int32_t>& toks) {
+    ForwardBatch batch;
+    batch.block_tables = {blocks};
+    for (size_t s = 0; s < toks.size(); s += static_cast<size_t>(chunk)) {
+      const size_t e = std::min(toks.size(), s + static_cast<size_t>(chunk));
+      batch.tokens.assign(toks.begin() + static_cast<long>(s), toks.begin() + static_cast<long>(e));
+      batch.pos.clear();
+      for (size_t i = s; i < e; ++i) batch.pos.push_back(pos++);
+      batch.seq.assign(batch.tokens.size(), 0);
+      batch.logit_rows = {static_cast<int32_t>(batch.tokens.size()) - 1};
+      Status st = l.model->Forward(batch, l.cache->layers(), logits.data());
+      EXPECT_TRUE(st.ok()) << st.ToString();
+    }
+  };
+  run(prompt);
+  if (first) *first = logits;
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(ArgMax(logits.data(), n_vocab));
+    run({out.back()});
+  }
+  return out;
+}
+
+class ForwardTypeTest : public ::testing::TestWithParam<const char*> {};
+
+// The optimized path (SIMD matmuls, parallel attention) against the scalar reference.
+// Tolerance: max |Δlogit| ≤ 2e-3 · (1 + max |logit|) — both paths quantize activations the
+// same way, so only float summation order differs; the greedy tokens must be identical.
+TEST_P(ForwardTypeTest, CpuMatchesReference) {
+  const std::string path = testing::TestModelPath("tiny", GetParam());
+  Loaded ref = Load(path, true);
+  Loaded cpu = Load(path, false);
+  const auto prompt = Prompt(21, ref.model->config().n_vocab);
+  std::vector<float> lr, lc;
+  const auto tr = Greedy(ref, prompt, 32, &lr);
+  const auto tc = Greedy(cpu, prompt, 32, &lc);
+  float max_abs = 0, max_diff = 0;
+  for (size_t i = 0; i < lr.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(lr[i]));
+    max_diff = std::max(max_diff, std::fabs(lr[i] - lc[i]));
+  }
+  EXPECT_LE(max_diff, 2e-3f * (1 + max_abs)) << "max |logit| " << max_abs;
+  EXPECT_EQ(tr, tc);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ForwardTypeTest,
+                         ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",
+                                           "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"));
+
+TEST(ForwardTest, LlamaThreeRopeFactorsAndSeparateOutput) {
+  const std::string path = testing::TestModelPath("small", "Q4_K_M");
+  Loaded ref = Load(path, true);
+  Loaded cpu = Load(path, false);
+  EXPECT_TRUE(ref.model->config().has_rope_freqs);
+  EXPECT_FALSE(ref.model->config().tied_output);
+  const auto prompt = Prompt(9, ref.model->config().n_vocab);
+  EXPECT_EQ(Greedy(ref, prompt, 8, nullptr), Greedy(cpu, prompt, 8, nullptr));
+}
+
+// Chunked prefill (many forward passes) must give the same logits as one pass.
+TEST(ForwardTest, ChunkedPrefillMatchesSinglePass) {
+  const std::string path = testing::TestModelPath("tiny", "Q8_0");
+  Loaded a = Load(path, false);
+  Loaded b = Load(path, false);
+  const auto prompt = Prompt(40, a.model->config().n_vocab);
+  std::vector<float> la, lb;
+  EXPECT_EQ(Greedy(a, prompt, 16, &la), Greedy(b, prompt, 16, &lb, 7));
+  for (size_t i = 0; i < la.size(); ++i) ASSERT_NEAR(la[i], lb[i], 1e-3f * (1 + std::fabs(la[i])));
+}
+
+// Two sequences in one batch (different lengths, interleaved blocks) give the same logits
+// as each run alone.
+TEST(ForwardTest, BatchedSequencesMatchSingleRuns) {
+  const std::string path = testing::TestModelPath("tiny", "Q4_0");
+  Loaded l = Load(path, false);
+  const int32_t n_vocab = l.model->config().n_vocab;
+  const auto p0 = Prompt(19, n_vocab);
+  auto p1 = Prompt(35, n_vocab);
+  for (auto& t : p1) t = (t + 101) % n_vocab;
+  auto alone = [&](const std::vector<int32_t>& p, std::vector<int32_t> blocks) {
+    ForwardBatch b;
+    b.tokens = p;
+    for (size_t i = 0; i < p.size(); ++i) b.pos.push_back(static_cast<int32_t>(i));
+    b.seq.assign(p.size(), 0);
+    b.block_tables = {blocks};
+    b.logit_rows = {static_cast<int32_t>(p.size()) - 1};
+    std::vector<float> logits(static_cast<size_t>(n_vocab));
+    EXPECT_TRUE(l.model->Forward(b, l.cache->layers(), logits.data()).ok());
+    return logits;
+  };
+  const auto l0 = alone(p0, {5, 2});
+  const auto l1 = alone(p1, {7, 1, 3});
+  ForwardBatch b;
+  b.block_tables = {{0, 4}, {6, 8, 9}};
+  for (size_t i = 0; i < p0.size(); ++i) {
+    b.tokens.push_back(p0[i]);
+    b.pos.push_back(static_cast<int32_t>(i));
+    b.seq.push_back(0);
+  }
+  for (size_t i = 0; i < p1.size(); ++i) {
+    b.tokens.push_back(p1[i]);
+    b.pos.push_back(static_cast<int32_t>(i));
+    b.seq.push_back(1);
+  }
+  b.logit_rows = {static_cast<int32_t>(p0.size()) - 1, static_cast<int32_t>(b.tokens.size()) - 1};
+  std::vector<float> both(2 * static_cast<size_t>(n_vocab));
+  ASSERT_TRUE(l.model->Forward(b, l.cache->layers(), both.data()).ok());
+  for (int32_t i = 0; i < n_vocab; ++i) {
+    ASSERT_NEAR(both[static_cast<size_t>(i)], l0[static_cast<size_t>(i)], 1e-3f * (1 + std::fabs(l0[i])));
+    ASSERT_NEAR(both[static_cast<size_t>(n_vocab + i)], l1[static_cast<size_t>(i)], 1e-3f * (1 + std::fabs(l1[i])));
+  }
+}
+
+TEST(ForwardTest, InvalidBatchIsAnError) {
+  Loaded l = Load(testing::TestModelPath("tiny", "Q8_0"), true);
+  ForwardBatch b;
+  b.tokens = {l.model->config().n_vocab};  // out of range
+  b.pos = {0};
+  b.seq = {0};
+  b.block_tables = {{0}};
+  std::vector<float> logits(static_cast<size_t>(l.model->config().n_vocab));
+  Status s = l.model->Forward(b, l.cache->layers(), logits.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("out of range"), std::string::npos);
+  b.tokens = {1};
+  b.pos = {16};  // needs a second block
+  s = l.model->Forward(b, l.cache->layers(), logits.data());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace herd
