@@ -8,15 +8,23 @@
 namespace herd {
 
 int32_t ArgMax(const float* values, int32_t n) {
-  int32_t best = 0;
-  float best_value = -std::numeric_limits<float>::infinity();
-  for (int32_t i = 0; i < n; ++i) {
-    if (values[i] > best_value) {  // strict: the first of equal maxima wins; NaN never compares greater
-      best_value = values[i];
-      best = i;
-    }
+  // Two passes: the maximum (16 independent lanes, which the compiler turns into SIMD max
+  // instructions; the max of the non-NaN values does not depend on the order), then the first
+  // index holding it.
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (float& m : lane) m = -std::numeric_limits<float>::infinity();
+  int32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) lane[k] = values[i + k] > lane[k] ? values[i + k] : lane[k];
   }
-  return best;
+  for (; i < n; ++i) lane[0] = values[i] > lane[0] ? values[i] : lane[0];
+  float max = lane[0];
+  for (float m : lane) max = m > max ? m : max;
+  for (int32_t i = 0; i < n; ++i) {
+    if (values[i] == max) return i;
+  }
+  return 0;  // every value is NaN or -inf
 }
 
 Result<Sampler> Sampler::Create(const SamplingParams& params, int32_t n_vocab) {
@@ -62,17 +70,23 @@ SampledToken Sampler::Sample(float* logits) {
 
 int32_t Sampler::Draw(const float* logits) {
   const double u = Uniform();  // drawn first so every call consumes exactly one
+  const SamplingParams& p = params_;
   std::vector<Candidate>& c = scratch_;
-  c.clear();
-  for (int32_t i = 0; i < n_vocab_; ++i) {
-    if (logits[i] > -std::numeric_limits<float>::infinity()) c.push_back({i, logits[i], 0.0f});
+  if (p.top_k > 0 && p.top_k < n_vocab_) {
+    TopKFromLogits(logits, n_vocab_, p.top_k, c);
+  } else {
+    c.resize(n_vocab_);
+    size_t m = 0;
+    for (int32_t i = 0; i < n_vocab_; ++i) {
+      c[m] = {i, logits[i], 0.0f};
+      m += logits[i] > -std::numeric_limits<float>::infinity();
+    }
+    c.resize(m);
   }
   if (c.empty()) return 0;  // every token banned
 
-  const SamplingParams& p = params_;
-  if (p.top_k > 0) TopK(c, p.top_k);
-  if (p.typical_p < 1.0f && c.size() > 1) TypicalP(c, p.typical_p);
-  if (p.top_p < 1.0f && c.size() > 1) TopP(c, p.top_p);
+  if (p.typical_p < 1.0f && c.size() > 1) TypicalP(c, p.typical_p, &work_);
+  if (p.top_p < 1.0f && c.size() > 1) TopP(c, p.top_p, &work_);
   if (p.min_p > 0.0f && c.size() > 1) MinP(c, p.min_p);
   if (c.size() == 1) return c[0].id;
   if (p.temperature != 1.0f) ApplyTemperature(c, p.temperature);
@@ -92,37 +106,22 @@ int32_t Sampler::Draw(const float* logits) {
 
 void Sampler::Report(const float* logits, SampledToken* out) const {
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  float max = neg_inf;
-  for (int32_t i = 0; i < n_vocab_; ++i) max = std::max(max, logits[i]);
-  if (max == neg_inf) {  // every token banned
+  const float max = logits[ArgMax(logits, n_vocab_)];
+  if (!(max > neg_inf)) {  // every token banned
     out->logprob = neg_inf;
     return;
   }
   double sum = 0.0;
-  for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
+  for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(logits[i] - max);  // float exp, double sum
   const double log_z = max + std::log(sum);
   auto logprob = [&](int32_t id) { return static_cast<float>(logits[id] - log_z); };
   out->logprob = logprob(out->id);
 
-  const size_t n = static_cast<size_t>(params_.n_probs);
-  if (n == 0) return;
-  // Heap of the n most likely seen so far; with MoreLikely as "less", its front is the least likely.
-  std::vector<Candidate> heap;
-  heap.reserve(n + 1);
-  for (int32_t i = 0; i < n_vocab_; ++i) {
-    if (!(logits[i] > neg_inf)) continue;
-    Candidate x{i, logits[i], 0.0f};
-    if (heap.size() == n && !MoreLikely(x, heap.front())) continue;
-    heap.push_back(x);
-    std::push_heap(heap.begin(), heap.end(), MoreLikely);
-    if (heap.size() > n) {
-      std::pop_heap(heap.begin(), heap.end(), MoreLikely);
-      heap.pop_back();
-    }
-  }
-  std::sort(heap.begin(), heap.end(), MoreLikely);
-  out->top.reserve(heap.size());
-  for (const Candidate& x : heap) out->top.push_back({x.id, logprob(x.id)});
+  if (params_.n_probs == 0) return;
+  std::vector<Candidate> top;
+  TopKFromLogits(logits, n_vocab_, params_.n_probs, top);
+  out->top.reserve(top.size());
+  for (const Candidate& x : top) out->top.push_back({x.id, logprob(x.id)});
 }
 
 }  // namespace herd

@@ -8,12 +8,17 @@
 //   -- logprobs are taken here: log-softmax of the logits after bias and penalties, before
 //      truncation and temperature (the model's distribution as adjusted by the request) --
 //   3. greedy             temperature == 0: argmax (lowest id on ties), nothing below runs, no sort
-//   4. top-k              nth_element, then a sort of the k survivors
-//   5. typical-p          needs a full sort by typicality
-//   6. top-p              lazily sorted: partial sorts of growing prefixes
+//   4. top-k              a k-heap scan of the row, then only k candidates go on (no full list)
+//   5. typical-p          quickselect on mass by typicality, no full sort
+//   6. top-p              quickselect on mass by likelihood, no full sort
 //   7. min-p              a threshold against the best logit, no sort
 //   8. temperature        logit /= temperature
 //   9. softmax and draw   one uniform double from the sequence's RNG
+// Ties are broken towards the lower token id everywhere (see MoreLikely).
+//
+// Measured at n_vocab = 128256 (one core of the dev VM, throwaway benchmark, best of 200):
+// greedy 31 us; top_k 40 + top_p .95 + min_p .05 + temp .8: 128 us; temperature alone (exp over
+// the whole row): 600 us; top_p .9 alone on a flat row: 2.7 ms; logprobs add one exp pass (~450 us).
 //
 // Determinism: the RNG is std::mt19937_64 (its output is fixed by the C++ standard) seeded with
 // params.seed, and uniforms are built from its raw bits, so the same seed, parameters and logits
@@ -58,8 +63,8 @@ class Sampler {
 
   // Picks the next token from logits[0, n_vocab). The row is modified: on return it holds the
   // logits after bias and penalties. Cost: O(n_vocab) plus what the active stages need (see
-  // above); allocation-free after the first call except for SampledToken::top. If every token
-  // is banned the result is token 0 (with logprob NaN/-inf as applicable).
+  // above); no allocation after the first call unless n_probs > 0. If every token is banned the
+  // result is token 0 (with logprob -inf when logprobs are requested).
   SampledToken Sample(float* logits);
 
   // Records a token of the sequence (prompt tokens and generated ones) in the penalty window.
@@ -88,10 +93,11 @@ class Sampler {
   std::mt19937_64 rng_;
   TokenHistory history_;
   std::vector<Candidate> scratch_;  // candidate list reused across steps
+  std::vector<Candidate> work_;     // scratch of typical-p / top-p
 };
 
 // Index of the largest value in [0, n); the lowest index on ties. NaN values are never chosen
-// (all-NaN/-inf rows give 0). O(n), no sort.
+// (an all-NaN row gives 0). O(n), no sort.
 int32_t ArgMax(const float* values, int32_t n);
 
 }  // namespace herd

@@ -43,15 +43,25 @@ void Softmax(std::vector<Candidate>& c);
 // O(n + k log k) via nth_element.
 void TopK(std::vector<Candidate>& c, int k);
 
-// Locally typical sampling (Meier et al. 2022): with H the entropy of softmax(c), orders tokens by
-// |-log p - H| ascending (then id) and keeps the shortest prefix whose mass is >= p. Sets p
-// (renormalized over the whole input, not the kept set). O(n log n).
-void TypicalP(std::vector<Candidate>& c, float p);
+// Writes the k most likely tokens of logits[0, n) (skipping -inf and NaN) to `out`, most likely
+// first: the same set and order as building all candidates and calling TopK, without building
+// them. O(n) compares plus O(log k) per heap entry; used for top-k and for n_probs.
+void TopKFromLogits(const float* logits, int32_t n, int k, std::vector<Candidate>& out);
 
-// Nucleus: keeps the smallest most-likely-first prefix whose probability mass is >= p; the result
-// is sorted most likely first and p holds the probabilities over the input list. Sorts lazily
-// (partial sorts of 64, 512, ... elements), so a peaked distribution costs O(n), not O(n log n).
-void TopP(std::vector<Candidate>& c, float p);
+// Locally typical sampling (Meier et al. 2022): with H the entropy of softmax(c), ranks tokens by
+// |-log p - H| ascending (then id) and keeps the shortest prefix of that ranking whose mass is >= p.
+// Survivors keep their input order; p is left as the softmax over the whole input.
+// Expected O(n) (a quickselect on mass, no full sort) plus n logs.
+void TypicalP(std::vector<Candidate>& c, float p, std::vector<Candidate>* scratch = nullptr);
+
+// Nucleus: keeps the smallest set of most likely tokens (MoreLikely order) whose mass is >= p.
+// Survivors keep their input order; p is left as the softmax over the whole input. Expected O(n):
+// a quickselect on mass finds the least likely survivor, then one pass filters; no full sort.
+// Mass sums are in double; their order is implementation-defined, which can only matter when a
+// prefix's mass equals p to the last bit.
+void TopP(std::vector<Candidate>& c, float p, std::vector<Candidate>* scratch = nullptr);
+
+// Both take an optional scratch vector (resized to c.size()) to avoid allocating per call.
 
 // Keeps tokens with p >= min_p * p_max, i.e. exp(logit - max_logit) >= min_p. Order is kept. O(n).
 void MinP(std::vector<Candidate>& c, float min_p);

@@ -92,6 +92,25 @@ TEST(SamplingStagesTest, TopKKeepsKMostLikelyLowestIdOnTies) {
   EXPECT_THAT(Ids(c), ElementsAre(0, 1, 2));
 }
 
+TEST(SamplingStagesTest, TopKFromLogitsMatchesTopK) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<float> logits(500);
+    for (float& l : logits) l = static_cast<float>(rng() % 40);  // many ties
+    for (int i = 0; i < 30; ++i) logits[rng() % 500] = -INFINITY;
+    const int k = 1 + static_cast<int>(rng() % 600);
+    std::vector<Candidate> want;
+    for (int i = 0; i < 500; ++i) {
+      if (logits[i] > -INFINITY) want.push_back({i, logits[i], 0.0f});
+    }
+    TopK(want, k);
+    if (static_cast<size_t>(k) >= want.size()) std::sort(want.begin(), want.end(), MoreLikely);
+    std::vector<Candidate> got;
+    TopKFromLogits(logits.data(), 500, k, got);
+    EXPECT_EQ(Ids(got), Ids(want)) << "k=" << k;
+  }
+}
+
 TEST(SamplingStagesTest, TopPKeepsSmallestSetReachingP) {
   const std::vector<float> probs = {0.1f, 0.4f, 0.2f, 0.3f};
   auto run = [&](float p) {
@@ -99,21 +118,23 @@ TEST(SamplingStagesTest, TopPKeepsSmallestSetReachingP) {
     TopP(c, p);
     return Ids(c);
   };
+  // Survivors keep their input order.
   EXPECT_THAT(run(0.35f), ElementsAre(1));           // 0.4
-  EXPECT_THAT(run(0.65f), ElementsAre(1, 3));        // 0.7
-  EXPECT_THAT(run(0.75f), ElementsAre(1, 3, 2));     // 0.9
-  EXPECT_THAT(run(0.95f), ElementsAre(1, 3, 2, 0));  // 1.0
+  EXPECT_THAT(run(0.65f), ElementsAre(1, 3));        // 0.4 + 0.3
+  EXPECT_THAT(run(0.75f), ElementsAre(1, 2, 3));     // 0.4 + 0.3 + 0.2
+  EXPECT_THAT(run(0.95f), ElementsAre(0, 1, 2, 3));  // 1.0
   EXPECT_THAT(run(0.05f), ElementsAre(1));           // never empty
 }
 
-TEST(SamplingStagesTest, TopPOnLargeFlatDistributionSortsLazilyAndExactly) {
-  // 1000 equal logits: p = 0.001 each, ties broken by id, so top-p 0.5 keeps exactly ids 0..499
-  // (the lazy sort has to extend its sorted prefix from 64 to 512).
+TEST(SamplingStagesTest, TopPOnLargeFlatDistributionBreaksTiesById) {
+  // 1000 equal logits: p = 0.001 each, ties broken by id, so top-p 0.4995 keeps exactly ids
+  // 0..499 (the quickselect needs several rounds).
   std::vector<Candidate> c = FromLogits(std::vector<float>(1000, 0.25f));
   std::reverse(c.begin(), c.end());
-  TopP(c, 0.4995f);
+  std::vector<Candidate> scratch;
+  TopP(c, 0.4995f, &scratch);
   ASSERT_EQ(c.size(), 500u);
-  for (int i = 0; i < 500; ++i) EXPECT_EQ(c[i].id, i);
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(c[i].id, 499 - i);  // input order
 }
 
 TEST(SamplingStagesTest, TopPMatchesFullSortOnRandomLogits) {
@@ -132,7 +153,10 @@ TEST(SamplingStagesTest, TopPMatchesFullSortOnRandomLogits) {
     ref.resize(keep);
     auto c = FromLogits(logits);
     TopP(c, p);
-    EXPECT_EQ(Ids(c), Ids(ref)) << "p=" << p;
+    std::vector<int32_t> got = Ids(c), want = Ids(ref);
+    EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));  // input order
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << "p=" << p;
   }
 }
 
@@ -162,10 +186,35 @@ TEST(SamplingStagesTest, TypicalPKeepsTokensClosestToTheEntropy) {
     TypicalP(c, p);
     return Ids(c);
   };
-  EXPECT_THAT(run(0.2f), ElementsAre(1));  // top-p 0.2 would keep token 0 instead
-  EXPECT_THAT(run(0.7f), ElementsAre(1, 0));
-  EXPECT_THAT(run(0.8f), ElementsAre(1, 0, 2));
-  EXPECT_THAT(run(0.9f), ElementsAre(1, 0, 2, 3));
+  EXPECT_THAT(run(0.2f), ElementsAre(1));     // top-p 0.2 would keep token 0 instead
+  EXPECT_THAT(run(0.7f), ElementsAre(0, 1));  // survivors keep their input order
+  EXPECT_THAT(run(0.8f), ElementsAre(0, 1, 2));
+  EXPECT_THAT(run(0.9f), ElementsAre(0, 1, 2, 3));
+}
+
+TEST(SamplingStagesTest, TypicalPMatchesFullSortOnRandomLogits) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<float> logits(2000);
+    for (float& l : logits) l = static_cast<float>(rng() % 6000) / 1000.0f;
+    const float p = 0.05f + 0.045f * trial;
+    // Oracle: rank by typicality with a full sort, keep the shortest prefix with mass >= p.
+    auto ref = FromLogits(logits);
+    Softmax(ref);
+    double h = 0;
+    for (const Candidate& x : ref) h -= x.p * std::log(static_cast<double>(x.p));
+    for (Candidate& x : ref) x.logit = static_cast<float>(-std::fabs(-std::log(static_cast<double>(x.p)) - h));
+    std::sort(ref.begin(), ref.end(), MoreLikely);
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < ref.size() && cum < p) cum += ref[keep++].p;
+    ref.resize(keep);
+    std::vector<int32_t> want = Ids(ref);
+    std::sort(want.begin(), want.end());
+    auto c = FromLogits(logits);
+    TypicalP(c, p);
+    EXPECT_EQ(Ids(c), want) << "p=" << p;
+  }
 }
 
 }  // namespace
