@@ -238,7 +238,7 @@ Status GgufFile::Parse() {
 }
 
 Status GgufFile::ParseMetadata(GgufCursor& in, uint64_t n_kv) {
-  kv_.reserve(static_cast<size_t>(n_kv));
+  kv_.reserve(static_cast<size_t>(std::min<uint64_t>(n_kv, 4096)));  // a corrupt count must not pre-allocate
   uint64_t total_items = 0;
   for (uint64_t k = 0; k < n_kv; ++k) {
     in.set_context("metadata entry " + std::to_string(k));
@@ -272,7 +272,7 @@ Status GgufFile::ParseMetadata(GgufCursor& in, uint64_t n_kv) {
 }
 
 Status GgufFile::ParseTensorInfos(GgufCursor& in, uint64_t n_tensors) {
-  tensors_.reserve(static_cast<size_t>(n_tensors));
+  tensors_.reserve(static_cast<size_t>(std::min<uint64_t>(n_tensors, 4096)));
   for (uint64_t t = 0; t < n_tensors; ++t) {
     in.set_context("tensor info " + std::to_string(t));
     GgufTensorInfo info;
