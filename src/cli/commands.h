@@ -6,8 +6,14 @@
 
 #include <string>
 
+#include <iosfwd>
+
 namespace CLI {
 class App;
+}
+
+namespace herd {
+class GgufFile;
 }
 
 namespace herd::cli {
@@ -18,6 +24,9 @@ void AddMakeModelCommand(CLI::App& app);   // make_model_command.cc
 void AddRunCommand(CLI::App& app);         // run_command.cc
 void AddBenchModelCommand(CLI::App& app);  // bench_model_command.cc
 void AddServeCommand(CLI::App& app);       // serve_command.cc
+
+// `herd inspect`'s report: metadata, tensor table (if `tensors`), summary.
+void PrintGgufSummary(const GgufFile& file, std::ostream& out, bool tensors);
 
 // Fails the current command: prints "herd: <message>" to stderr, exits with `code`.
 [[noreturn]] void Fail(const std::string& message, int code = 1);
