@@ -1,0 +1,89 @@
+#include "kernels/cpu/act_quant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/check.h"
+#include "base/fp16.h"
+
+namespace herd::cpu::internal {
+
+ActFormat ActFormatFor(DType weight_type) {
+  switch (weight_type) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16: return ActFormat::kF32;
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ8_0: return ActFormat::kQ8B32H;
+    case DType::kQ4_1:
+    case DType::kQ5_1: return ActFormat::kQ8B32F;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return ActFormat::kQ8B256;
+    default: HERD_CHECK_MSG(false, "no CPU matmul for weight type %u", static_cast<unsigned>(weight_type));
+  }
+}
+
+ActLayout ActLayout::Make(ActFormat format, int64_t n_in) {
+  ActLayout l;
+  l.format = format;
+  l.n_in = n_in;
+  if (format == ActFormat::kF32) {
+    l.n_pad = n_in;
+    l.stride = (static_cast<size_t>(n_in) * 4 + 63) & ~size_t{63};
+    return l;
+  }
+  l.block = format == ActFormat::kQ8B256 ? 256 : 32;
+  HERD_CHECK_MSG(n_in % l.block == 0, "n_in %lld not a multiple of %d", static_cast<long long>(n_in), l.block);
+  l.n_pad = (n_in + 255) / 256 * 256;
+  l.d_off = static_cast<size_t>(l.n_pad);
+  l.s_off = l.d_off + 4 * static_cast<size_t>(l.n_pad / l.block);
+  l.stride = (l.s_off + 4 * static_cast<size_t>(l.n_pad / 16) + 63) & ~size_t{63};
+  return l;
+}
+
+namespace {
+
+// One block of `bs` values, as the reference quantizers do it (nearbyint, clamp to ±127).
+// Returns the scale the kernels use (half-rounded for kQ8B32H).
+float QuantizeBlock(const float* x, int bs, bool half_scale, int8_t* q) {
+  float amax = 0;
+  for (int i = 0; i < bs; ++i) amax = std::max(amax, std::fabs(x[i]));
+  float d = amax / 127.f;
+  if (half_scale) d = Fp16ToFp32(Fp32ToFp16(d));
+  const float id = d != 0 ? 1.f / d : 0.f;
+  for (int i = 0; i < bs; ++i) q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * id), -127.f, 127.f));
+  return d;
+}
+
+}  // namespace
+
+void QuantizeActRows(const ActLayout& l, const float* x, int64_t t0, int64_t t1, uint8_t* dst) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xr = x + t * l.n_in;
+    uint8_t* row = dst + static_cast<size_t>(t) * l.stride;
+    if (l.format == ActFormat::kF32) {
+      std::memcpy(row, xr, static_cast<size_t>(l.n_in) * 4);
+      continue;
+    }
+    auto* q = reinterpret_cast<int8_t*>(row);
+    auto* d = reinterpret_cast<float*>(row + l.d_off);
+    auto* s = reinterpret_cast<float*>(row + l.s_off);
+    const bool half = l.format == ActFormat::kQ8B32H;
+    const int64_t nb = l.n_in / l.block;
+    for (int64_t b = 0; b < nb; ++b) d[b] = QuantizeBlock(xr + b * l.block, l.block, half, q + b * l.block);
+    for (int64_t b = nb; b < l.n_pad / l.block; ++b) d[b] = 0;
+    std::memset(q + l.n_in, 0, static_cast<size_t>(l.n_pad - l.n_in));
+    for (int64_t g = 0; g < l.n_pad / 16; ++g) {
+      int sum = 0;
+      for (int i = 0; i < 16; ++i) sum += q[16 * g + i];
+      s[g] = d[g * 16 / l.block] * static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace herd::cpu::internal

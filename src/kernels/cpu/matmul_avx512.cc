@@ -1,0 +1,125 @@
+// AVX-512 kernel set (F, BW, VL, DQ, VNNI): compiled with AVX-512 flags (see CMakeLists.txt)
+// and only called after cpuid + xgetbv confirmed the CPU and OS support them.
+// Integer dot products: vpdpbusd (u8 x s8 -> s32) and vpmaddubsw + vpdpwssd (group scales).
+// GCC 12's AVX-512 headers build some intrinsics from _mm512_undefined_*(), which trips
+// -Wuninitialized / -Wmaybe-uninitialized at every use (a known false positive); silenced
+// for this file only, before the header is read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#define HERD_ISA_NS avx512
+#include "kernels/cpu/decode_portable.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace herd::cpu::internal::avx512 {
+namespace {
+
+alignas(64) const int16_t kGroupIdx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                           2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+
+struct V {
+  static constexpr int W = 64;
+  static constexpr int FL = 16;
+  static constexpr bool kUnsignedQ8 = true;
+  using B = __m512i;
+  using I = __m512i;
+  using S = __m512i;
+  using F = __m512;
+  static HERD_INLINE B LoadB(const void* p) { return _mm512_loadu_si512(p); }
+  static HERD_INLINE I ZeroI() { return _mm512_setzero_si512(); }
+  static HERD_INLINE I DotK(I acc, B w, B x, S sc) { return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(w, x), sc); }
+  static HERD_INLINE I DotL(B w, B x) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x); }
+  static HERD_INLINE I DotSS(B w, B x) {
+    // |w| x sign(w)*x: negate x where w < 0.
+    const __mmask64 neg = _mm512_movepi8_mask(w);
+    const B xs = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(w), xs);
+  }
+  // Chunk k covers groups 4k..4k+3; int16 lane l belongs to group 4k + l / 8.
+  static HERD_INLINE S KScales(const int16_t* sc16, int k) {
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc16)));
+    const __m512i idx = _mm512_add_epi16(_mm512_load_si512(kGroupIdx), _mm512_set1_epi16(static_cast<int16_t>(4 * k)));
+    return _mm512_permutexvar_epi16(idx, v);
+  }
+  // Chunk k covers blocks 2k (lanes 0-7) and 2k+1 (lanes 8-15).
+  static HERD_INLINE F BlockScale(const float* d8, int k) {
+    return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d8[2 * k]), _mm512_set1_ps(d8[2 * k + 1]));
+  }
+  static HERD_INLINE F Cvt(I v) { return _mm512_cvtepi32_ps(v); }
+  static HERD_INLINE F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static HERD_INLINE F Fnma(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static HERD_INLINE F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static HERD_INLINE F Set1(float v) { return _mm512_set1_ps(v); }
+  static HERD_INLINE F LoadF(const float* p) { return _mm512_loadu_ps(p); }
+  static HERD_INLINE F ZeroF() { return _mm512_setzero_ps(); }
+  // (The maskz_ forms below avoid GCC 12's -Wuninitialized false positives in the plain ones.)
+  static HERD_INLINE float HSum(F v) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+struct F32Dec {
+  static constexpr size_t kElemBytes = 4;
+  static HERD_INLINE __m512 Load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+};
+struct F16Dec {
+  static constexpr size_t kElemBytes = 2;
+  static HERD_INLINE __m512 Load(const uint8_t* p) {
+    return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+};
+struct BF16Dec {
+  static constexpr size_t kElemBytes = 2;
+  static HERD_INLINE __m512 Load(const uint8_t* p) {
+    const __m512i v = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, v, 16));
+  }
+};
+
+template <DType T>
+void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  RunRows<KQuant<V, PortableKDec<V, T>>, 4, 4>(a, r0, r1);
+}
+template <DType T>
+void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  RunRows<LQuant<V, PortableLDec<V, T>>, 4, 4>(a, r0, r1);
+}
+template <class D>
+void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  RunRows<FloatW<V, D>, 4, 6, 8>(a, r0, r1);
+}
+
+MatKernel Get(DType type) {
+  switch (type) {
+    case DType::kF32: return &FKernel<F32Dec>;
+    case DType::kF16: return &FKernel<F16Dec>;
+    case DType::kBF16: return &FKernel<BF16Dec>;
+    case DType::kQ4_0: return &LKernel<DType::kQ4_0>;
+    case DType::kQ4_1: return &LKernel<DType::kQ4_1>;
+    case DType::kQ5_0: return &LKernel<DType::kQ5_0>;
+    case DType::kQ5_1: return &LKernel<DType::kQ5_1>;
+    case DType::kQ8_0: return &LKernel<DType::kQ8_0>;
+    case DType::kQ2_K: return &KKernel<DType::kQ2_K>;
+    case DType::kQ3_K: return &KKernel<DType::kQ3_K>;
+    case DType::kQ4_K: return &KKernel<DType::kQ4_K>;
+    case DType::kQ5_K: return &KKernel<DType::kQ5_K>;
+    case DType::kQ6_K: return &KKernel<DType::kQ6_K>;
+    default: return nullptr;
+  }
+}
+
+const KernelSet kSet = {"avx512-vnni", &Get, 8};
+
+}  // namespace
+}  // namespace herd::cpu::internal::avx512
+
+namespace herd::cpu::internal {
+const KernelSet* Avx512KernelSet() { return &avx512::kSet; }
+}  // namespace herd::cpu::internal

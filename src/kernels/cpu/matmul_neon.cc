@@ -1,0 +1,95 @@
+// aarch64 NEON kernel set (armv8.2-a + dotprod): int8 dot products with sdot (vdotq_s32).
+// Compiled only for aarch64; tested under qemu-aarch64 (tests/neon/).
+#include <arm_neon.h>
+
+#include <cstring>
+
+#define HERD_ISA_NS neon
+#include "kernels/cpu/decode_portable.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace herd::cpu::internal::neon {
+namespace {
+
+struct V {
+  static constexpr int W = 16;  // one group of 16 per chunk
+  static constexpr int FL = 4;
+  static constexpr bool kUnsignedQ8 = false;  // sdot is s8 x s8: codes must stay below 128
+  using B = int8x16_t;
+  using I = int32x4_t;
+  using S = int32x4_t;
+  using F = float32x4_t;
+  static HERD_INLINE B LoadB(const void* p) { return vld1q_s8(static_cast<const int8_t*>(p)); }
+  static HERD_INLINE I ZeroI() { return vdupq_n_s32(0); }
+  static HERD_INLINE I DotK(I acc, B w, B x, S sc) { return vmlaq_s32(acc, vdotq_s32(vdupq_n_s32(0), w, x), sc); }
+  static HERD_INLINE I DotL(B w, B x) { return vdotq_s32(vdupq_n_s32(0), w, x); }
+  static HERD_INLINE I DotSS(B w, B x) { return vdotq_s32(vdupq_n_s32(0), w, x); }
+  static HERD_INLINE S KScales(const int16_t* sc16, int k) { return vdupq_n_s32(sc16[k]); }
+  static HERD_INLINE F BlockScale(const float* d8, int k) { return vdupq_n_f32(d8[k / 2]); }
+  static HERD_INLINE F Cvt(I v) { return vcvtq_f32_s32(v); }
+  static HERD_INLINE F Fma(F a, F b, F c) { return vfmaq_f32(c, a, b); }
+  static HERD_INLINE F Fnma(F a, F b, F c) { return vfmsq_f32(c, a, b); }
+  static HERD_INLINE F Mul(F a, F b) { return vmulq_f32(a, b); }
+  static HERD_INLINE F Set1(float v) { return vdupq_n_f32(v); }
+  static HERD_INLINE F LoadF(const float* p) { return vld1q_f32(p); }
+  static HERD_INLINE F ZeroF() { return vdupq_n_f32(0); }
+  static HERD_INLINE float HSum(F v) { return vaddvq_f32(v); }
+};
+
+struct F32Dec {
+  static constexpr size_t kElemBytes = 4;
+  static HERD_INLINE float32x4_t Load(const uint8_t* p) { return vld1q_f32(reinterpret_cast<const float*>(p)); }
+};
+struct F16Dec {
+  static constexpr size_t kElemBytes = 2;
+  static HERD_INLINE float32x4_t Load(const uint8_t* p) {
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+  }
+};
+struct BF16Dec {
+  static constexpr size_t kElemBytes = 2;
+  static HERD_INLINE float32x4_t Load(const uint8_t* p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)), 16));
+  }
+};
+
+template <DType T>
+void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  RunRows<KQuant<V, PortableKDec<V, T>>, 2, 4>(a, r0, r1);
+}
+template <DType T>
+void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  RunRows<LQuant<V, PortableLDec<V, T>>, 2, 4>(a, r0, r1);
+}
+template <class D>
+void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  RunRows<FloatW<V, D>, 4, 4>(a, r0, r1);
+}
+
+MatKernel Get(DType type) {
+  switch (type) {
+    case DType::kF32: return &FKernel<F32Dec>;
+    case DType::kF16: return &FKernel<F16Dec>;
+    case DType::kBF16: return &FKernel<BF16Dec>;
+    case DType::kQ4_0: return &LKernel<DType::kQ4_0>;
+    case DType::kQ4_1: return &LKernel<DType::kQ4_1>;
+    case DType::kQ5_0: return &LKernel<DType::kQ5_0>;
+    case DType::kQ5_1: return &LKernel<DType::kQ5_1>;
+    case DType::kQ8_0: return &LKernel<DType::kQ8_0>;
+    case DType::kQ2_K: return &KKernel<DType::kQ2_K>;
+    case DType::kQ3_K: return &KKernel<DType::kQ3_K>;
+    case DType::kQ4_K: return &KKernel<DType::kQ4_K>;
+    case DType::kQ5_K: return &KKernel<DType::kQ5_K>;
+    case DType::kQ6_K: return &KKernel<DType::kQ6_K>;
+    default: return nullptr;
+  }
+}
+
+const KernelSet kSet = {"neon", &Get, 4};
+
+}  // namespace
+}  // namespace herd::cpu::internal::neon
+
+namespace herd::cpu::internal {
+const KernelSet* NeonKernelSet() { return &neon::kSet; }
+}  // namespace herd::cpu::internal
