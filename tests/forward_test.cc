@@ -77,24 +77,94 @@ std::vector<int32_t> Greedy(Loaded& l, const std::vector<int32_t>& prompt, int s
 
 class ForwardTypeTest : public ::testing::TestWithParam<const char*> {};
 
-// The optimized path (SIMD matmuls, parallel attention) against the scalar reference.
-// Tolerance: max |Δlogit| ≤ 2e-3 · (1 + max |logit|) — both paths quantize activations the
-// same way, so only float summation order differs; the greedy tokens must be identical.
+bool IsFloatType(const std::string& t) { return t == "F32" || t == "F16" || t == "BF16"; }
+
+// Feeds both paths the same tokens (the reference's greedy continuation) and returns, per
+// step, the reference's logits and the optimized path's logits.
+void TeacherForced(Loaded& ref, Loaded& cpu, const std::vector<int32_t>& prompt, int steps,
+                   std::vector<std::vector<float>>* lr, std::vector<std::vector<float>>* lc) {
+  const int32_t n_vocab = ref.model->config().n_vocab;
+  std::vector<int32_t> blocks;
+  for (int32_t b = 0; b < ref.cache->config().n_blocks; ++b) blocks.push_back(b);
+  std::vector<int32_t> input = prompt;
+  int32_t pos = 0;
+  for (int step = 0; step <= steps; ++step) {
+    ForwardBatch batch;
+    batch.block_tables = {blocks};
+    batch.tokens = input;
+    for (size_t i = 0; i < input.size(); ++i) batch.pos.push_back(pos++);
+    batch.seq.assign(input.size(), 0);
+    batch.logit_rows = {static_cast<int32_t>(input.size()) - 1};
+    std::vector<float> a(static_cast<size_t>(n_vocab)), b(static_cast<size_t>(n_vocab));
+    ASSERT_TRUE(ref.model->Forward(batch, ref.cache->layers(), a.data()).ok());
+    ASSERT_TRUE(cpu.model->Forward(batch, cpu.cache->layers(), b.data()).ok());
+    input = {ArgMax(a.data(), n_vocab)};
+    lr->push_back(std::move(a));
+    lc->push_back(std::move(b));
+  }
+}
+
+// The optimized path (SIMD matmuls, parallel ops) against the scalar reference.
+//
+// Float weights: the two paths differ only in float summation order, so logits agree to
+// 2e-3 · (1 + max|logit|) and free-running greedy decoding gives identical tokens for 32 steps.
+//
+// Quantized weights: activations are rounded to 8 bits before every matmul. A 1e-6 difference
+// upstream can flip one rounding, which moves that matmul's output by a quantization step, so
+// the paths agree only to the activation quantization error. Stated tolerance: max |Δlogit| ≤
+// 0.05 · (1 + max|logit|) at every step, teacher-forced on the reference's greedy tokens, and
+// the optimized path's greedy token must equal the reference's at each of the 32 steps unless the
+// reference's top-2 margin is below twice the logit difference measured at that step (a near
+// tie the perturbation can explain; at most half of the steps may be near ties).
 TEST_P(ForwardTypeTest, CpuMatchesReference) {
-  const std::string path = testing::TestModelPath("tiny", GetParam());
+  const std::string type = GetParam();
+  const std::string path = testing::TestModelPath("tiny", type);
   Loaded ref = Load(path, true);
   Loaded cpu = Load(path, false);
-  const auto prompt = Prompt(21, ref.model->config().n_vocab);
-  std::vector<float> lr, lc;
-  const auto tr = Greedy(ref, prompt, 32, &lr);
-  const auto tc = Greedy(cpu, prompt, 32, &lc);
-  float max_abs = 0, max_diff = 0;
-  for (size_t i = 0; i < lr.size(); ++i) {
-    max_abs = std::max(max_abs, std::fabs(lr[i]));
-    max_diff = std::max(max_diff, std::fabs(lr[i] - lc[i]));
+  const int32_t n_vocab = ref.model->config().n_vocab;
+  const auto prompt = Prompt(21, n_vocab);
+  if (IsFloatType(type)) {
+    std::vector<float> lr, lc;
+    const auto tr = Greedy(ref, prompt, 32, &lr);
+    const auto tc = Greedy(cpu, prompt, 32, &lc);
+    float max_abs = 0, max_diff = 0;
+    for (size_t i = 0; i < lr.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(lr[i]));
+      max_diff = std::max(max_diff, std::fabs(lr[i] - lc[i]));
+    }
+    EXPECT_LE(max_diff, 2e-3f * (1 + max_abs)) << "max |logit| " << max_abs;
+    EXPECT_EQ(tr, tc);
+    return;
   }
-  EXPECT_LE(max_diff, 2e-3f * (1 + max_abs)) << "max |logit| " << max_abs;
-  EXPECT_EQ(tr, tc);
+  std::vector<std::vector<float>> lr, lc;
+  TeacherForced(ref, cpu, prompt, 32, &lr, &lc);
+  int near_ties = 0;
+  float worst = 0;
+  for (size_t step = 0; step < lr.size(); ++step) {
+    const auto& a = lr[step];
+    const auto& b = lc[step];
+    float max_abs = 0, max_diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      max_abs = std::max(max_abs, std::fabs(a[i]));
+      max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
+    }
+    const float tol = 0.05f * (1 + max_abs);
+    worst = std::max(worst, max_diff / (1 + max_abs));
+    EXPECT_LE(max_diff, tol) << "step " << step;
+    const int32_t top = ArgMax(a.data(), n_vocab);
+    float second = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; ++i) {
+      if (i != top) second = std::max(second, a[static_cast<size_t>(i)]);
+    }
+    if (a[static_cast<size_t>(top)] - second <= 2 * max_diff) {
+      ++near_ties;
+    } else {
+      EXPECT_EQ(ArgMax(b.data(), n_vocab), top) << "step " << step;
+    }
+  }
+  EXPECT_LE(near_ties, static_cast<int>(lr.size()) / 2) << "too few decisive steps for the test to mean much";
+  std::printf("%s: max |dlogit| / (1 + max|logit|) = %.4f over %zu steps, %d near ties\n", type.c_str(), worst,
+              lr.size(), near_ties);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ForwardTypeTest,
@@ -102,10 +172,10 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, ForwardTypeTest,
                                            "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"));
 
 TEST(ForwardTest, LlamaThreeRopeFactorsAndSeparateOutput) {
-  const std::string path = testing::TestModelPath("small", "Q4_K_M");
+  const std::string path = testing::TestModelPath("small", "F16");
   Loaded ref = Load(path, true);
   Loaded cpu = Load(path, false);
-  EXPECT_TRUE(ref.model->config().has_rope_freqs);
+  EXPECT_TRUE(ref.model->config().has_rope_freqs);  // F16 weights: exact agreement expected
   EXPECT_FALSE(ref.model->config().tied_output);
   const auto prompt = Prompt(9, ref.model->config().n_vocab);
   EXPECT_EQ(Greedy(ref, prompt, 8, nullptr), Greedy(cpu, prompt, 8, nullptr));

@@ -50,7 +50,7 @@ TEST(MakeModelTest, WritesExactShapeAndIsDeterministic) {
   EXPECT_EQ(*(*f)->GetString("general.architecture"), "llama");
   EXPECT_EQ(*(*f)->GetU32("llama.block_count"), 4u);
   EXPECT_EQ(*(*f)->GetU32("general.file_type"), 15u);
-  EXPECT_EQ(TypeOf(**f, "blk.0.attn_v.weight"), DType::kQ6_K);
+  EXPECT_EQ(TypeOf(**f, "blk.2.attn_v.weight"), DType::kQ6_K);  // 4 layers: layers 2 and 3 get more bits
   EXPECT_EQ(TypeOf(**f, "blk.1.attn_v.weight"), DType::kQ4_K);
   EXPECT_EQ(TypeOf(**f, "output.weight"), DType::kQ6_K);
   EXPECT_EQ(TypeOf(**f, "blk.0.attn_norm.weight"), DType::kF32);

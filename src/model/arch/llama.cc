@@ -121,29 +121,27 @@ class LlamaModel final : public Model {
     int64_t seqs_capacity = 0;
   };
 
+  template <typename T>
+  void Release(T*& p) {
+    if (p != nullptr) backend_->Free(const_cast<void*>(static_cast<const void*>(p)));
+    p = nullptr;
+  }
   void FreeWorkspace() {
-    for (void* p : {static_cast<void*>(ws_.x), static_cast<void*>(ws_.h), static_cast<void*>(ws_.q),
-                    static_cast<void*>(ws_.k), static_cast<void*>(ws_.v), static_cast<void*>(ws_.attn),
-                    static_cast<void*>(ws_.gate), static_cast<void*>(ws_.up), static_cast<void*>(ws_.tokens),
-                    static_cast<void*>(ws_.pos), static_cast<void*>(ws_.seq)}) {
-      if (p) backend_->Free(p);
-    }
+    for (float** p : {&ws_.x, &ws_.h, &ws_.q, &ws_.k, &ws_.v, &ws_.attn, &ws_.gate, &ws_.up}) Release(*p);
+    for (int32_t** p : {&ws_.tokens, &ws_.pos, &ws_.seq}) Release(*p);
+    ws_.capacity = 0;
     FreeOut();
     FreeTables();
-    ws_.capacity = 0;
   }
   void FreeOut() {
-    for (void* p : {static_cast<void*>(ws_.rows), static_cast<void*>(ws_.rows_normed),
-                    static_cast<void*>(ws_.logits), static_cast<void*>(ws_.logit_rows)}) {
-      if (p) backend_->Free(p);
-    }
+    for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
+    Release(ws_.logit_rows);
     ws_.out_capacity = 0;
   }
   void FreeTables() {
-    for (void* p : {static_cast<void*>(ws_.tables), static_cast<void*>(ws_.table_ptrs),
-                    static_cast<void*>(ws_.table_lens)}) {
-      if (p) backend_->Free(p);
-    }
+    Release(ws_.tables);
+    Release(ws_.table_ptrs);
+    Release(ws_.table_lens);
     ws_.tables_capacity = ws_.seqs_capacity = 0;
   }
 
