@@ -1,0 +1,61 @@
+#include "cli/model_loader.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "base/thread_pool.h"
+#include "cli/commands.h"
+#include "model/make_model.h"
+
+namespace herd::cli {
+
+LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx) {
+  LoadedModel lm;
+  auto file = GgufFile::Open(path);
+  if (!file.ok()) Fail(file.status().message());
+  lm.file = std::move(file).value();
+  lm.threads = threads > 0 ? threads : ThreadPool::DefaultThreadCount();
+  lm.backend = MakeCpuBackend(lm.threads);
+  auto model = LoadModel(*lm.file, lm.backend.get());
+  if (!model.ok()) Fail(model.status().message());
+  lm.model = std::move(model).value();
+  const ModelConfig& c = lm.model->config();
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, DType::kF16};
+  const int32_t ctx = std::min(std::max(n_ctx, 16), c.n_ctx_train);
+  kc.n_blocks = (ctx + kc.block_size - 1) / kc.block_size;
+  auto cache = KvCache::Create(lm.backend.get(), kc);
+  if (!cache.ok()) Fail(cache.status().message());
+  lm.cache = std::move(cache).value();
+  return lm;
+}
+
+std::string DemoModelPathOrFail() {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (const char* d = std::getenv("HERD_DATA_DIR")) {
+    dir = d;
+  } else if (const char* x = std::getenv("XDG_DATA_HOME")) {
+    dir = fs::path(x) / "herd";
+  } else if (const char* h = std::getenv("HOME")) {
+    dir = fs::path(h) / ".local/share/herd";
+  } else {
+    dir = fs::temp_directory_path() / "herd";
+  }
+  const fs::path path = dir / "demo-tiny-q8_0.gguf";
+  if (fs::exists(path)) return path.string();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) Fail("cannot create data directory " + dir.string() + ": " + ec.message());
+  std::fprintf(stderr, "herd: creating the demo model (random weights) at %s\n", path.string().c_str());
+  MakeModelOptions o;
+  o.shape = "tiny";
+  o.file_type = "Q8_0";
+  o.output_path = path.string() + ".tmp";
+  Status s = MakeRandomModel(o);
+  if (!s.ok()) Fail(s.message());
+  fs::rename(o.output_path, path, ec);
+  if (ec) Fail("cannot move demo model into place: " + ec.message());
+  return path.string();
+}
+
+}  // namespace herd::cli
