@@ -65,6 +65,14 @@ struct V {
   }
 };
 
+}  // namespace
+}  // namespace herd::cpu::internal::avx512
+
+#include "kernels/cpu/decode_avx512.h"
+
+namespace herd::cpu::internal::avx512 {
+namespace {
+
 struct F32Dec {
   static constexpr size_t kElemBytes = 4;
   static HERD_INLINE __m512 Load(const uint8_t* p) { return _mm512_loadu_ps(p); }
@@ -84,12 +92,29 @@ struct BF16Dec {
 };
 
 template <DType T>
+struct KDecFor {
+  using Type = PortableKDec<V, T>;
+};
+template <>
+struct KDecFor<DType::kQ4_K> {
+  using Type = Q45KDec<false>;
+};
+template <>
+struct KDecFor<DType::kQ5_K> {
+  using Type = Q45KDec<true>;
+};
+template <>
+struct KDecFor<DType::kQ6_K> {
+  using Type = Q6KDec;
+};
+
+template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  RunRows<KQuant<V, PortableKDec<V, T>>, 4, 4>(a, r0, r1);
+  RunRows<KQuant<V, typename KDecFor<T>::Type>, 4, 4>(a, r0, r1);
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  RunRows<LQuant<V, PortableLDec<V, T>>, 4, 4>(a, r0, r1);
+  RunRows<LQuant<V, LegacyDec<T>>, 4, 4>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {

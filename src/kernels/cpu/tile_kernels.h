@@ -37,7 +37,7 @@ struct PortableKDec {
   HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(dec.q + k * V::W); }
   HERD_INLINE typename V::S Scales(int k) const { return V::KScales(dec.sc, k); }
   HERD_INLINE float d() const { return dec.d; }
-  HERD_INLINE const float* c() const { return dec.c; }
+  HERD_INLINE typename V::F C(int h) const { return V::LoadF(dec.c + h * V::FL); }
 };
 
 template <class V, DType T>
@@ -48,7 +48,7 @@ struct PortableLDec {
   HERD_INLINE void Begin(const uint8_t* p, int nb) { DecodeL<T, V::kUnsignedQ8>(p, nb, &dec); }
   HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(dec.q + k * V::W); }
   HERD_INLINE typename V::F DScale(int k) const { return V::BlockScale(dec.d, k); }
-  HERD_INLINE const float* c() const { return dec.c; }
+  HERD_INLINE typename V::F C(int h) const { return V::LoadF(dec.c + h * V::FL); }
 };
 
 // Activation row pointers of one token.
@@ -63,10 +63,11 @@ HERD_INLINE ActRow GetActRow(const KernelArgs& a, int64_t t) {
           reinterpret_cast<const float*>(row + a.layout.s_off)};
 }
 
-template <class V>
-HERD_INLINE typename V::F Correct(typename V::F acc, const float* c, const float* s) {
+// acc -= sum_g c_g * s_g over the 16 groups of one 256-element span.
+template <class V, class Dec>
+HERD_INLINE typename V::F Correct(typename V::F acc, const Dec& dec, const float* s) {
 #pragma GCC unroll 4
-  for (int h = 0; h < 16 / V::FL; ++h) acc = V::Fnma(V::LoadF(c + h * V::FL), V::LoadF(s + h * V::FL), acc);
+  for (int h = 0; h < 16 / V::FL; ++h) acc = V::Fnma(dec.C(h), V::LoadF(s + h * V::FL), acc);
   return acc;
 }
 
@@ -114,7 +115,7 @@ struct KQuant {
 #pragma GCC unroll 8
         for (int i = 0; i < R; ++i) {
           acc[i][j] = V::Fma(V::Cvt(isum[i][j]), V::Set1(dec[i].d() * dx), acc[i][j]);
-          acc[i][j] = Correct<V>(acc[i][j], dec[i].c(), s);
+          acc[i][j] = Correct<V>(acc[i][j], dec[i], s);
         }
       }
     }
@@ -167,7 +168,7 @@ struct LQuant {
       for (int j = 0; j < C; ++j) {
         const float* s = x[j].s + span * 16;
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) acc[i][j] = Correct<V>(acc[i][j], dec[i].c(), s);
+        for (int i = 0; i < R; ++i) acc[i][j] = Correct<V>(acc[i][j], dec[i], s);
       }
     }
     for (int i = 0; i < R; ++i)

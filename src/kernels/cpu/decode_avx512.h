@@ -1,0 +1,181 @@
+// AVX-512 decoders for the priority weight types (internal; included by matmul_avx512.cc
+// after its vector interface V). Same contract as the portable decoders in tile_kernels.h
+// (codes in element order, group scales, correction c), built in registers straight from the
+// GGUF blocks: a 64-element chunk costs 2-6 vector ops instead of ~100 scalar ones.
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace herd::cpu::internal::avx512 {
+
+HERD_INLINE float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+alignas(64) inline const int16_t kPairIdx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+alignas(64) inline const int32_t kHalfIdx[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
+alignas(64) inline const int32_t kBlockIdx[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+
+// Q4_K (kFive = false) and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins.
+// Chunk k = elements 64k..64k+63 = low nibbles of qs[32k..32k+31], then their high nibbles.
+template <bool kFive>
+struct Q45KDec {
+  static constexpr size_t kBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  const uint8_t* qs;
+  const uint8_t* qh;
+  __m512i sc;  // int16 lanes 0..7: the 8 sub-block scales
+  __m512 c;    // c_g = dmin * m[g / 2]
+  float d_;
+
+  HERD_INLINE void Begin(const uint8_t* p) {
+    d_ = HalfAt(p);
+    const float dmin = HalfAt(p + 2);
+    uint32_t u[4];
+    std::memcpy(u, p + 4, 12);
+    // Unpack 12 bytes of 6-bit values: bytes 0-7 scales, 8-15 mins.
+    u[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+    const uint32_t mins_lo = u[1] & 0x3f3f3f3f;
+    u[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+    u[2] = mins_lo;
+    u[0] &= 0x3f3f3f3f;
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+    sc = _mm512_zextsi128_si512(_mm_cvtepu8_epi16(b));
+    const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_srli_si128(b, 8)));
+    c = _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), m), _mm512_set1_ps(dmin));
+    qh = p + 16;
+    qs = p + (kFive ? 48 : 16);
+  }
+  HERD_INLINE __m512i Codes(int k) const {
+    const __m512i v = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k)));
+    __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(v, 0xFFFF0000u, v, 4), _mm512_set1_epi8(0x0F));
+    if constexpr (kFive) {
+      const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh)));
+      const __m512i bit =
+          _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * k))),
+                                 _mm512_set1_epi8(static_cast<char>(1 << (2 * k + 1))));
+      q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(h, bit), q, _mm512_set1_epi8(16));
+    }
+    return q;
+  }
+  // Chunk k holds sub-blocks 2k (int16 lanes 0-15) and 2k+1 (lanes 16-31).
+  HERD_INLINE __m512i Scales(int k) const {
+    return _mm512_permutexvar_epi16(
+        _mm512_add_epi16(_mm512_load_si512(kPairIdx), _mm512_set1_epi16(static_cast<int16_t>(2 * k))), sc);
+  }
+  HERD_INLINE float d() const { return d_; }
+  HERD_INLINE __m512 C(int) const { return c; }
+};
+
+// Q6_K: ql[128] low nibbles, qh[64] 2 high bits, 16 int8 scales, d. Chunk pair n (k = 2n, 2n+1)
+// reads ql[64n..64n+63] and qh[32n..32n+31]: chunk 2n = low nibbles | qh bits 0-1 (first 32)
+// and bits 2-3 (next 32), chunk 2n+1 = high nibbles | bits 4-5, 6-7.
+struct Q6KDec {
+  static constexpr size_t kBytes = sizeof(BlockQ6_K);
+  const uint8_t* p_;
+  __m512i sc;  // int16 lanes 0..15: the group scales
+  __m512 c;    // c_g = 32 * d * sc_g
+  float d_;
+
+  HERD_INLINE void Begin(const uint8_t* p) {
+    p_ = p;
+    d_ = HalfAt(p + 208);
+    const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192));
+    sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(s8));
+    c = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)), _mm512_set1_ps(32.f * d_));
+  }
+  HERD_INLINE __m512i Codes(int k) const {
+    const int n = k >> 1;
+    const __m512i l = _mm512_loadu_si512(p_ + 64 * n);
+    const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p_ + 128 + 32 * n)));
+    const __m512i hs = _mm512_mask_srli_epi16(h, 0xFFFF0000u, h, 2);  // [qh, qh >> 2]
+    const __m512i base = (k & 1) ? _mm512_srli_epi16(l, 4) : l;
+    const __m512i high = (k & 1) ? hs : _mm512_slli_epi16(hs, 4);
+    // (base & 0x0F) | (high & ~0x0F), then keep 6 bits.
+    const __m512i q = _mm512_ternarylogic_epi32(base, high, _mm512_set1_epi8(0x0F), 0xE4);
+    return _mm512_and_si512(q, _mm512_set1_epi8(0x3F));
+  }
+  HERD_INLINE __m512i Scales(int k) const {
+    return _mm512_permutexvar_epi16(
+        _mm512_add_epi16(_mm512_load_si512(kGroupIdx), _mm512_set1_epi16(static_cast<int16_t>(4 * k))), sc);
+  }
+  HERD_INLINE float d() const { return d_; }
+  HERD_INLINE __m512 C(int) const { return c; }
+};
+
+// Legacy 32-blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) over a span of 8 blocks; partial spans
+// (row tails) go through the portable decoder.
+template <DType T>
+struct LegacyDec {
+  static constexpr size_t kBytes = BlockBytes(T);
+  static constexpr bool kSigned = false;
+  static constexpr bool kQ8 = T == DType::kQ8_0;
+  static constexpr bool kHasM = T == DType::kQ4_1 || T == DType::kQ5_1;
+  static constexpr bool kHasH = T == DType::kQ5_0 || T == DType::kQ5_1;
+  static constexpr size_t kQhOff = kHasM ? 4 : 2;
+  static constexpr size_t kQsOff = kQhOff + (kHasH ? 4 : 0);
+  const uint8_t* p_;
+  bool full_;
+  __m512 d16;  // lanes 0..7: block scales
+  __m512 c;
+  PortableLDec<V, T> slow_;
+
+  HERD_INLINE static __m128i Halves(const uint8_t* p) {
+    uint16_t h[8];
+    for (int b = 0; b < 8; ++b) std::memcpy(&h[b], p + kBytes * b, 2);
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(h));
+  }
+  HERD_INLINE void Begin(const uint8_t* p, int nb) {
+    full_ = nb == 8;
+    if (!full_) {
+      slow_.Begin(p, nb);
+      return;
+    }
+    p_ = p;
+    const __m256 d8 = _mm256_cvtph_ps(Halves(p));
+    d16 = _mm512_zextps256_ps512(d8);
+    __m512 c8;
+    if constexpr (kHasM) {
+      c8 = _mm512_zextps256_ps512(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_cvtph_ps(Halves(p + 2))));
+    } else {
+      constexpr float kOffset = kQ8 ? 128.f : (kHasH ? 16.f : 8.f);
+      c8 = _mm512_mul_ps(d16, _mm512_set1_ps(kOffset));
+    }
+    c = _mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), c8);
+  }
+  HERD_INLINE __m512i Codes(int k) const {
+    if (!full_) return slow_.Codes(k);
+    const uint8_t* b0 = p_ + kBytes * 2 * k;
+    const uint8_t* b1 = b0 + kBytes;
+    if constexpr (kQ8) {
+      const __m512i z =
+          _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
+      return _mm512_xor_si512(z, _mm512_set1_epi8(static_cast<char>(0x80)));
+    } else {
+      const __m256i y = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQsOff))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQsOff)), 1);
+      const __m512i z0 = _mm512_zextsi256_si512(y);
+      const __m512i z = _mm512_shuffle_i64x2(z0, z0, 0x50);  // [qs0, qs0, qs1, qs1]
+      __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(z, 0xFF00FF00u, z, 4), _mm512_set1_epi8(0x0F));
+      if constexpr (kHasH) {
+        uint32_t h0, h1;
+        std::memcpy(&h0, b0 + kQhOff, 4);
+        std::memcpy(&h1, b1 + kQhOff, 4);
+        const __mmask64 m = static_cast<__mmask64>(h0) | (static_cast<__mmask64>(h1) << 32);
+        q = _mm512_mask_add_epi8(q, m, q, _mm512_set1_epi8(16));
+      }
+      return q;
+    }
+  }
+  HERD_INLINE __m512 DScale(int k) const {
+    if (!full_) return slow_.DScale(k);
+    return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_load_si512(kBlockIdx), _mm512_set1_epi32(2 * k)), d16);
+  }
+  HERD_INLINE __m512 C(int h) const { return full_ ? c : slow_.C(h); }
+};
+
+}  // namespace herd::cpu::internal::avx512
