@@ -40,8 +40,8 @@ TokenId SpmModel::Mergeable(std::string_view text) const {
   return id != kNoToken && vocab_->type(id) == TokenType::kNormal ? id : kNoToken;
 }
 
-void SpmModel::Encode(std::string_view text, std::vector<TokenId>* out) const {
-  if (!splits_words_) {
+void SpmModel::Encode(std::string_view text, std::vector<TokenId>* out, bool split_words) const {
+  if (!splits_words_ || !split_words) {
     EncodeRun(text, out);
     return;
   }

@@ -20,8 +20,9 @@ class SpmModel {
  public:
   static Result<SpmModel> Build(const Vocab& vocab, const TokenLookup& lookup);
 
-  // Appends the tokens of escaped text.
-  void Encode(std::string_view text, std::vector<TokenId>* out) const;
+  // Appends the tokens of escaped text. `split_words = false` merges over the whole text even
+  // when splits_words() (same result; for tests).
+  void Encode(std::string_view text, std::vector<TokenId>* out, bool split_words = true) const;
 
   // True when no mergeable token has '▁' right after another character, so words ("▁..."
   // runs) never merge with each other and can be encoded one at a time.

@@ -240,6 +240,31 @@ TEST(RealVocab, SpmRoundTripRandomText) {
             "a b");
 }
 
+// Encoding word by word (the fast path) gives the same ids as merging over the whole text.
+TEST(Spm, WordSplitIsExact) {
+  auto file = GgufFile::Open(std::string(HERD_SHARED_DIR) + "/testdata/vocab/ggml-vocab-llama-spm.gguf");
+  ASSERT_TRUE(file.ok());
+  auto vocab = LoadVocab(**file);
+  ASSERT_TRUE(vocab.ok());
+  TokenLookup lookup(*vocab);
+  auto spm = SpmModel::Build(*vocab, lookup);
+  ASSERT_TRUE(spm.ok());
+  ASSERT_TRUE(spm->splits_words());
+  const std::vector<std::string> alphabet = {
+      "a", "b", "the", "\xE2\x96\x81", "\xE2\x96\x81\xE2\x96\x81", "\n", "in", "é", "我", "🦙", "1", "ing",
+      ".", "'", "er",  "▁▁▁"};
+  std::mt19937 rng(5);
+  for (int iter = 0; iter < 500; ++iter) {
+    std::string s;
+    int len = static_cast<int>(rng() % 30);
+    for (int i = 0; i < len; ++i) s += alphabet[rng() % alphabet.size()];
+    Ids split, whole;
+    spm->Encode(s, &split, true);
+    spm->Encode(s, &whole, false);
+    ASSERT_EQ(split, whole) << "'" << s << "'";
+  }
+}
+
 // --- Vocab loading ------------------------------------------------------------------------
 
 Result<Vocab> LoadFromWriter(const GgufWriter& w) {
