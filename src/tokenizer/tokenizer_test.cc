@@ -225,8 +225,9 @@ TEST(RealVocab, SpecialHandling) {
 TEST(RealVocab, SpmRoundTripRandomText) {
   auto t = FromFixture("ggml-vocab-llama-spm");
   ASSERT_TRUE(t);
-  const std::vector<std::string> alphabet = {"a",      "b", "the", " ", "  ", "\n", "\t", "é", "ß", "我", "🦙",
-                                             "Привет", "1", "23",  ".", ",",  "'",  "\"", "<", ">", "s"};
+  const std::vector<std::string> alphabet = {"a", "b",  "the",  " ",      "  ", "\n",   "\t",  "é",
+                                             "ß", "我", "🦙", "Привет", "1",  "23",   ".",   ",",
+                                             "'", "\"", "<",    ">",      "s",  "\xFF", "\xC3"};
   std::mt19937 rng(3);
   for (int iter = 0; iter < 300; ++iter) {
     std::string s;

@@ -72,7 +72,7 @@ void Vocab::CollectEog() {
   add(eom);
   static const std::string_view kEndTexts[] = {
       "<|eot_id|>", "<|im_end|>", "<|end|>",    "<end_of_turn>",   "<|endoftext|>",      "<|eom_id|>",
-      "<EOT>",      "_<EOT>",     "<|return|>", "<|end_of_text|>", "<end_of_utterance>",
+      "<EOT>",      "_<EOT>",     "<|return|>", "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
   };
   for (TokenId id = 0; id < size(); ++id) {
     TokenType t = type(id);
