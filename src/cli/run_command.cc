@@ -30,7 +30,7 @@ void RunGeneration(const RunOptions& o) {
   auto sampler = Sampler::Create(params, lm.model->config().n_vocab);
   if (!sampler.ok()) Fail(sampler.status().message());
   GenerationSession session(lm.model.get(), lm.cache.get(), o.batch);
-  StreamingDetokenizer detok(tokenizer, DecodeOptions{false, true});
+  StreamingDetokenizer detok(tokenizer, DecodeOptions{false, false});  // a continuation of the printed prompt
   std::fputs(o.prompt.c_str(), stdout);
   std::fflush(stdout);
   GenerateOptions go;
