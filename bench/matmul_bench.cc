@@ -1,4 +1,4 @@
-// Matmul micro-benchmark: GB/s of weights streamed and GOPS (2 * n_out * n_in * n_tok / s)
+// Matmul micro-benchmark (median time per call): GB/s of weights streamed and GOPS (2 * n_out * n_in * n_tok / s)
 // of cpu::MatMul for decode shapes (n_tok = 1) and prompt shapes (n_tok = 256) of a
 // llama-3.2-1b-sized model, per weight type and thread count; plus the machine's streaming
 // read bandwidth (the decode ceiling).
@@ -104,15 +104,19 @@ void Bench(DType type, const Shape& s, int threads, cpu::Isa isa) {
     cpu::MatMulIsa(isa, v, x.data(), s.n_tok, y.data(), pool);
   };
   run(0);  // warm up (scratch buffers, page faults of y)
-  int calls = 0;
+  // Median of the per-call times over >= 1 s (the machine may be shared: the median ignores
+  // calls slowed by other processes).
+  std::vector<double> times;
   const double t0 = Now();
   double t = t0;
-  while (t - t0 < 1.0 || calls < 3) {
-    run(calls % copies);
-    ++calls;
+  while (t - t0 < 1.0 || times.size() < 5) {
+    const double c0 = Now();
+    run(static_cast<int>(times.size() % copies));
     t = Now();
+    times.push_back(t - c0);
   }
-  const double per = (t - t0) / calls;
+  std::sort(times.begin(), times.end());
+  const double per = times[times.size() / 2];
   const double gbs = static_cast<double>(mat) / per / 1e9;
   const double gops = 2.0 * s.n_in * s.n_out * s.n_tok / per / 1e9;
   std::printf("| %-5s | %6lld | %6lld | %4lld | %d | %9.3f | %7.2f | %7.1f |\n", std::string(DTypeName(type)).c_str(),

@@ -26,11 +26,11 @@ int main() {
   int failures = 0, checks = 0;
   for (DType type : kWeightTypes) {
     const int64_t bs = Traits(type).block_size;
-    const std::vector<int64_t> n_ins =
-        bs == 1 ? std::vector<int64_t>{3, 67} : std::vector<int64_t>{bs, 3 * bs, 10 * bs};
+    std::vector<int64_t> n_ins = bs == 1 ? std::vector<int64_t>{3, 67} : std::vector<int64_t>{bs, 3 * bs, 10 * bs};
+    if (bs == 32) n_ins.push_back(81 * bs);  // several column slices of the packed path
     for (int64_t n_out : {1, 3, 17}) {
       for (int64_t n_in : n_ins) {
-        for (int64_t n_tok : {1, 2, 5, 9}) {
+        for (int64_t n_tok : {1, 2, 5, 9, 16}) {
           const size_t rb = RowBytes(type, n_in);
           std::vector<uint8_t> w(rb * n_out);
           std::vector<float> row(n_in), wd(n_out * n_in), x(n_tok * n_in);

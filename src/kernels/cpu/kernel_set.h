@@ -12,13 +12,19 @@ namespace herd::cpu::internal {
 
 struct KernelArgs {
   DType type;
-  const uint8_t* w;  // row 0 of the weights
-  size_t w_stride;   // bytes per weight row
+  const uint8_t* w;    // row 0 of the weights
+  size_t w_stride;     // bytes per weight row
+  int64_t w_row0 = 0;  // row index stored at `w` (kernels working on a packed copy of a row block)
   int64_t n_in;
   const uint8_t* act;  // token row 0 of the activations (layout.stride bytes per row)
   ActLayout layout;
   int64_t n_tok;
   float* y;  // y[t * ldy + r]
+  // Quantized kernels only: the 256-element units [u0, u1) of each row to use (u1 < 0: all),
+  // and whether to add to y instead of storing (a row computed in slices).
+  int64_t u0 = 0;
+  int64_t u1 = -1;
+  bool accumulate = false;
   int64_t ldy;
 };
 

@@ -70,13 +70,15 @@ struct BF16Dec {
   }
 };
 
+// The portable decoders cost more than the dot products: from 2 tokens on, each row block is
+// decoded once into scratch and reused for every token.
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  RunRows<KQuant<V, PortableKDec<V, T>>, 2, 3>(a, r0, r1);
+  QuantKernel<V, T, KQuant<V, PortableKDec<V, T>>, 2, 3, 2, 2, 2, 3>(a, r0, r1);
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  RunRows<LQuant<V, PortableLDec<V, T>>, 2, 3>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 3, 2, 2, 2, 3>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {

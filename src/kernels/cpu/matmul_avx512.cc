@@ -108,13 +108,16 @@ struct KDecFor<DType::kQ6_K> {
   using Type = Q6KDec;
 };
 
+// Few tokens: decode in registers (R x C tiles 4 x 4, 4 x 1). From kPackMinTok tokens on,
+// row blocks are decoded once into scratch (packed tiles 4 x 4).
+constexpr int kPackMinTok = 12;
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  RunRows<KQuant<V, typename KDecFor<T>::Type>, 4, 4>(a, r0, r1);
+  QuantKernel<V, T, KQuant<V, typename KDecFor<T>::Type>, 4, 4, 4, kPackMinTok, 4, 4>(a, r0, r1);
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  RunRows<LQuant<V, LegacyDec<T>>, 4, 4>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, kPackMinTok, 4, 4>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {

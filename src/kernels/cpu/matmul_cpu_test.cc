@@ -46,6 +46,13 @@ Problem Make(DType type, int64_t n_out, int64_t n_in, int64_t n_tok, uint32_t se
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::uniform_real_distribution<float> ud(0.25f, 4.f);
+  // x first: the same seed gives the same activations whatever the weight shape.
+  p.x.resize(n_tok * n_in);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float scale = ud(rng);
+    for (int64_t i = 0; i < n_in; ++i) p.x[t * n_in + i] = scale * nd(rng);
+    if (n_in > 5) p.x[t * n_in + 5] *= 20.f;  // an outlier channel, as real activations have
+  }
   const size_t rb = RowBytes(type, n_in);
   p.w.resize(rb * n_out);
   std::vector<float> row(n_in), deq(n_in);
@@ -56,12 +63,6 @@ Problem Make(DType type, int64_t n_out, int64_t n_in, int64_t n_tok, uint32_t se
     for (auto& v : row) v = scale * nd(rng) + shift;
     ref::QuantizeRow(type, row.data(), p.w.data() + r * rb, n_in);
     ref::DequantizeRow(type, p.w.data() + r * rb, wdeq.data() + r * n_in, n_in);
-  }
-  p.x.resize(n_tok * n_in);
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const float scale = ud(rng);
-    for (int64_t i = 0; i < n_in; ++i) p.x[t * n_in + i] = scale * nd(rng);
-    if (n_in > 5) p.x[t * n_in + 5] *= 20.f;  // an outlier channel, as real activations have
   }
   p.y_ref.assign(n_tok * n_out, 0.f);
   ref::MatMul(p.view(), p.x.data(), n_tok, p.y_ref.data());
@@ -101,7 +102,7 @@ TEST_P(MatMulCpuTest, MatchesReference) {
   } else if (k_quant) {
     n_ins = {256, 768, 2304};
   } else {
-    n_ins = {32, 96, 320};  // 320 = 10 blocks: a full 8-block span plus a partial one
+    n_ins = {32, 96, 320, 2592};  // 10 blocks: a full 8-block span + a partial one; 81: several column slices
   }
   ThreadPool pool1(1), pool3(3);
   uint32_t seed = 1;

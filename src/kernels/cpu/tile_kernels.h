@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "kernels/cpu/kernel_set.h"
 
@@ -51,6 +53,41 @@ struct PortableLDec {
   HERD_INLINE typename V::F C(int h) const { return V::LoadF(dec.c + h * V::FL); }
 };
 
+// Decoders over rows already decoded into a scratch buffer (the prompt path: a block of rows
+// is decoded once and then multiplied against every token).
+// A packed super-block keeps the per-chunk scale vectors ready-made (loads, not permutes).
+template <class V>
+struct KPacked {
+  static constexpr int kChunks = 256 / V::W;
+  alignas(64) uint8_t q[256];
+  alignas(64) typename V::S scv[kChunks];
+  alignas(64) float c[16];
+  float d;
+};
+
+template <class V>
+struct PackedKDec {
+  static constexpr size_t kBytes = sizeof(KPacked<V>);
+  const KPacked<V>* p;
+  HERD_INLINE void Begin(const uint8_t* ptr) { p = reinterpret_cast<const KPacked<V>*>(ptr); }
+  HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(p->q + k * V::W); }
+  HERD_INLINE typename V::S Scales(int k) const { return p->scv[k]; }
+  HERD_INLINE float d() const { return p->d; }
+  HERD_INLINE typename V::F C(int h) const { return V::LoadF(p->c + h * V::FL); }
+};
+
+template <class V, DType T>
+struct PackedLDec {
+  static constexpr size_t kBytes = sizeof(LDecoded) / 8;  // per block, so a span is 8 * kBytes
+  static constexpr bool kSigned = T == DType::kQ8_0 && !V::kUnsignedQ8;
+  const LDecoded* p;
+  HERD_INLINE void Begin(const uint8_t* ptr, int) { p = reinterpret_cast<const LDecoded*>(ptr); }
+  HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(p->q + k * V::W); }
+  HERD_INLINE typename V::F DScale(int k) const { return V::BlockScale(p->d, k); }
+  HERD_INLINE typename V::F C(int h) const { return V::LoadF(p->c + h * V::FL); }
+};
+static_assert(sizeof(LDecoded) % 8 == 0);
+
 // Activation row pointers of one token.
 struct ActRow {
   const int8_t* q;
@@ -71,6 +108,16 @@ HERD_INLINE typename V::F Correct(typename V::F acc, const Dec& dec, const float
   return acc;
 }
 
+template <class V, int R, int C>
+HERD_INLINE void Store(const KernelArgs& a, int64_t r, int64_t t, const typename V::F (&acc)[R][C]) {
+  for (int i = 0; i < R; ++i) {
+    for (int j = 0; j < C; ++j) {
+      float& y = a.y[(t + j) * a.ldy + r + i];
+      y = a.accumulate ? y + V::HSum(acc[i][j]) : V::HSum(acc[i][j]);
+    }
+  }
+}
+
 // ---- K-quants: one int32 accumulator per (row, token) and super-block. ----
 template <class V, class Dec>
 struct KQuant {
@@ -85,10 +132,11 @@ struct KQuant {
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) acc[i][j] = V::ZeroF();
     Dec dec[R];
-    const int64_t nsb = a.n_in / 256;
-    for (int64_t sb = 0; sb < nsb; ++sb) {
+    const int64_t u1 = a.u1 < 0 ? a.n_in / 256 : a.u1;
+    for (int64_t sb = a.u0; sb < u1; ++sb) {
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) dec[i].Begin(a.w + static_cast<size_t>(r + i) * a.w_stride + sb * Dec::kBytes);
+      for (int i = 0; i < R; ++i)
+        dec[i].Begin(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + sb * Dec::kBytes);
       I isum[R][C];
       for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) isum[i][j] = V::ZeroI();
@@ -119,8 +167,7 @@ struct KQuant {
         }
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) a.y[(t + j) * a.ldy + r + i] = V::HSum(acc[i][j]);
+    Store<V, R, C>(a, r, t, acc);
   }
 };
 
@@ -138,11 +185,12 @@ struct LQuant {
       for (int j = 0; j < C; ++j) acc[i][j] = V::ZeroF();
     Dec dec[R];
     const int64_t n_blocks = a.n_in / 32;
-    for (int64_t span = 0; span * 8 < n_blocks; ++span) {
+    const int64_t u1 = a.u1 < 0 ? (n_blocks + 7) / 8 : a.u1;
+    for (int64_t span = a.u0; span < u1; ++span) {
       const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i)
-        dec[i].Begin(a.w + static_cast<size_t>(r + i) * a.w_stride + span * 8 * Dec::kBytes, nb);
+        dec[i].Begin(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + span * 8 * Dec::kBytes, nb);
       const int kc = nb == 8 ? kChunks : (nb * 32 + V::W - 1) / V::W;
 #pragma GCC unroll 16
       for (int k = 0; k < kc; ++k) {
@@ -171,8 +219,7 @@ struct LQuant {
         for (int i = 0; i < R; ++i) acc[i][j] = Correct<V>(acc[i][j], dec[i], s);
       }
     }
-    for (int i = 0; i < R; ++i)
-      for (int j = 0; j < C; ++j) a.y[(t + j) * a.ldy + r + i] = V::HSum(acc[i][j]);
+    Store<V, R, C>(a, r, t, acc);
   }
 };
 
@@ -187,7 +234,7 @@ struct FloatW {
     for (int j = 0; j < C; ++j)
       x[j] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t + j) * a.layout.stride);
     const uint8_t* w[R];
-    for (int i = 0; i < R; ++i) w[i] = a.w + static_cast<size_t>(r + i) * a.w_stride;
+    for (int i = 0; i < R; ++i) w[i] = a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride;
     F acc[R][C];
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) acc[i][j] = V::ZeroF();
@@ -226,25 +273,116 @@ struct FloatW {
   }
 };
 
-// ---- Row-range driver: L2 row blocks x token tiles x register tiles. ----
-// K::Tile<R, C> for the main tile, <1, C> for row tails, <R, 1>/<1, 1> for token tails.
+// ---- Row-range drivers. ----
+// Rows [rb, re) against every token: C-token tiles of R rows, then the row and token tails.
+template <class K, int R, int C, int R1>
+HERD_INLINE void RunBlock(const KernelArgs& a, int64_t rb, int64_t re) {
+  int64_t t = 0;
+  for (; t + C <= a.n_tok; t += C) {
+    int64_t r = rb;
+    for (; r + R <= re; r += R) K::template Tile<R, C>(a, r, t);
+    for (; r < re; ++r) K::template Tile<1, C>(a, r, t);
+  }
+  for (; t < a.n_tok; ++t) {
+    int64_t r = rb;
+    for (; r + R1 <= re; r += R1) K::template Tile<R1, 1>(a, r, t);
+    for (; r < re; ++r) K::template Tile<1, 1>(a, r, t);
+  }
+}
+
+// As RunBlock with the loops swapped: an R-row tile stays in L1 while every token passes.
+template <class K, int R, int C>
+HERD_INLINE void RunBlockRowsOuter(const KernelArgs& a, int64_t rb, int64_t re) {
+  int64_t r = rb;
+  for (; r + R <= re; r += R) {
+    int64_t t = 0;
+    for (; t + C <= a.n_tok; t += C) K::template Tile<R, C>(a, r, t);
+    for (; t < a.n_tok; ++t) K::template Tile<R, 1>(a, r, t);
+  }
+  for (; r < re; ++r) {
+    int64_t t = 0;
+    for (; t + C <= a.n_tok; t += C) K::template Tile<1, C>(a, r, t);
+    for (; t < a.n_tok; ++t) K::template Tile<1, 1>(a, r, t);
+  }
+}
+
+// Weights read in place, in row blocks that stay in L2 while the token tiles pass over them.
 template <class K, int R, int C, int R1 = R>
 void RunRows(const KernelArgs& a, int64_t r0, int64_t r1) {
   const int64_t fit = static_cast<int64_t>((512u << 10) / std::max<size_t>(a.w_stride, 1));
   const int64_t rb_rows = std::max<int64_t>(R, fit / R * R);
+  for (int64_t rb = r0; rb < r1; rb += rb_rows) RunBlock<K, R, C, R1>(a, rb, std::min(r1, rb + rb_rows));
+}
+
+// Decodes each row block once into a per-thread scratch buffer (Decoded units per row:
+// super-blocks or 8-block spans), then runs the tiles of K over it. For many tokens the
+// decode cost vanishes and the inner loop is the same for every type.
+inline constexpr int64_t kSliceUnits = 8;
+
+template <class Decoded, class K, int R, int C, class PackFn>
+void RunRowsPacked(const KernelArgs& a, int64_t r0, int64_t r1, int64_t units, PackFn pack) {
+  const size_t row_bytes = static_cast<size_t>(units) * sizeof(Decoded);
+  const int64_t fit = static_cast<int64_t>((384u << 10) / row_bytes);
+  const int64_t rb_rows = std::max<int64_t>(R, fit / R * R);
+  thread_local std::vector<Decoded> scratch;
+  const size_t need = static_cast<size_t>(rb_rows * units);
+  if (scratch.size() < need) scratch.resize(need);
+  KernelArgs b = a;
+  b.w = reinterpret_cast<const uint8_t*>(scratch.data());
+  b.w_stride = row_bytes;
   for (int64_t rb = r0; rb < r1; rb += rb_rows) {
     const int64_t re = std::min(r1, rb + rb_rows);
-    int64_t t = 0;
-    for (; t + C <= a.n_tok; t += C) {
-      int64_t r = rb;
-      for (; r + R <= re; r += R) K::template Tile<R, C>(a, r, t);
-      for (; r < re; ++r) K::template Tile<1, C>(a, r, t);
+    for (int64_t r = rb; r < re; ++r)
+      pack(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, scratch.data() + (r - rb) * units);
+    b.w_row0 = rb;
+    // Slices of kSliceUnits x 256 columns, so an R-row tile of packed weights stays in L1.
+    for (int64_t u = 0; u < units; u += kSliceUnits) {
+      b.u0 = u;
+      b.u1 = std::min(units, u + kSliceUnits);
+      b.accumulate = u > 0;
+      RunBlockRowsOuter<K, R, C>(b, rb, re);
     }
-    for (; t < a.n_tok; ++t) {
-      int64_t r = rb;
-      for (; r + R1 <= re; r += R1) K::template Tile<R1, 1>(a, r, t);
-      for (; r < re; ++r) K::template Tile<1, 1>(a, r, t);
-    }
+  }
+}
+
+// Row packers over the portable decoders.
+template <class V, DType T>
+HERD_INLINE void PackRowK(const uint8_t* row, int64_t n_in, KPacked<V>* out) {
+  KDecoded dec;
+  for (int64_t sb = 0; sb < n_in / 256; ++sb) {
+    DecodeK<T>(row + sb * BlockBytes(T), &dec);
+    KPacked<V>& o = out[sb];
+    std::memcpy(o.q, dec.q, 256);
+    for (int k = 0; k < KPacked<V>::kChunks; ++k) o.scv[k] = V::KScales(dec.sc, k);
+    std::memcpy(o.c, dec.c, sizeof(o.c));
+    o.d = dec.d;
+  }
+}
+template <DType T, bool kUnsignedQ8>
+HERD_INLINE void PackRowL(const uint8_t* row, int64_t n_in, LDecoded* out) {
+  const int64_t n_blocks = n_in / 32;
+  for (int64_t span = 0; span * 8 < n_blocks; ++span) {
+    const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
+    DecodeL<T, kUnsignedQ8>(row + span * 8 * BlockBytes(T), nb, out + span);
+  }
+}
+
+// The whole kernel for a quantized type: in-place decode (DirectK) for few tokens, packed
+// rows for many.
+template <class V, DType T, class DirectK, int R, int C, int R1, int kPackMinTok, int PR, int PC>
+void QuantKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  constexpr bool kK = BlockBytes(T) > 64;  // super-block types
+  if (a.n_tok < kPackMinTok) {
+    RunRows<DirectK, R, C, R1>(a, r0, r1);
+    return;
+  }
+  if constexpr (kK) {
+    RunRowsPacked<KPacked<V>, KQuant<V, PackedKDec<V>>, PR, PC>(
+        a, r0, r1, a.n_in / 256, [&](const uint8_t* row, KPacked<V>* out) { PackRowK<V, T>(row, a.n_in, out); });
+  } else {
+    RunRowsPacked<LDecoded, LQuant<V, PackedLDec<V, T>>, PR, PC>(
+        a, r0, r1, (a.n_in / 32 + 7) / 8,
+        [&](const uint8_t* row, LDecoded* out) { PackRowL<T, V::kUnsignedQ8>(row, a.n_in, out); });
   }
 }
 
