@@ -28,7 +28,7 @@ ActFormat ActFormatFor(DType weight_type) {
   }
 }
 
-ActLayout ActLayout::Make(ActFormat format, int64_t n_in) {
+ActLayout ActLayout::Make(ActFormat format, int64_t n_in, bool interleaved) {
   ActLayout l;
   l.format = format;
   l.n_in = n_in;
@@ -43,6 +43,11 @@ ActLayout ActLayout::Make(ActFormat format, int64_t n_in) {
   l.d_off = static_cast<size_t>(l.n_pad);
   l.s_off = l.d_off + 4 * static_cast<size_t>(l.n_pad / l.block);
   l.stride = (l.s_off + 4 * static_cast<size_t>(l.n_pad / 16) + 63) & ~size_t{63};
+  if (interleaved) {
+    l.interleaved = true;
+    l.dg_off = l.stride;
+    l.stride += 4 * static_cast<size_t>(l.n_pad / 16);
+  }
   return l;
 }
 
@@ -82,6 +87,16 @@ void QuantizeActRows(const ActLayout& l, const float* x, int64_t t0, int64_t t1,
       int sum = 0;
       for (int i = 0; i < 16; ++i) sum += q[16 * g + i];
       s[g] = d[g * 16 / l.block] * static_cast<float>(sum);
+    }
+    if (l.interleaved) {
+      auto* dg = reinterpret_cast<float*>(row + l.dg_off);
+      for (int64_t g = 0; g < l.n_pad / 16; ++g) dg[g] = d[g * 16 / l.block];
+      int8_t span[256];
+      for (int64_t o = 0; o < l.n_pad; o += 256) {
+        std::memcpy(span, q + o, 256);
+        for (int k = 0; k < 4; ++k)
+          for (int g = 0; g < 16; ++g) std::memcpy(q + o + 64 * k + 4 * g, span + 16 * g + 4 * k, 4);
+      }
     }
   }
 }

@@ -35,8 +35,15 @@ struct ActLayout {
   size_t d_off = 0;   // byte offsets inside one row
   size_t s_off = 0;
   size_t stride = 0;  // bytes per token row, a multiple of 64
+  // Interleaved (the many-token path): inside each 256-element span, q byte 64k + 4g + e holds
+  // element 16g + 4k + e (k < 4 steps, g < 16 groups, e < 4), so one 32-bit lane of a
+  // vector step always belongs to the same group of 16 and a whole span accumulates into one
+  // int32 per group with vpdpbusd / sdot. Adds dg[n_pad / 16] at dg_off: the scale of each
+  // group's block (d[g * 16 / B]) as floats, so the kernels load per-group scales directly.
+  bool interleaved = false;
+  size_t dg_off = 0;
 
-  static ActLayout Make(ActFormat format, int64_t n_in);
+  static ActLayout Make(ActFormat format, int64_t n_in, bool interleaved = false);
 };
 
 // Quantizes token rows [t0, t1) of x ([n_tok, n_in] f32) into dst (layout.stride bytes per row,

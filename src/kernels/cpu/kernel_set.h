@@ -36,6 +36,7 @@ struct KernelSet {
   const char* name;
   MatKernel (*get)(DType type);  // nullptr: type not covered by this set
   int row_grain;                 // preferred multiple of rows per thread
+  int pack_min_tok;              // from this many tokens on, activations are interleaved (ActLayout)
 };
 
 const KernelSet* Avx512KernelSet();   // nullptr when not compiled in (non-x86)

@@ -27,6 +27,8 @@ struct V {
   }
   static HERD_INLINE I DotL(B w, B x) { return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)); }
   static HERD_INLINE I DotSS(B w, B x) { return DotL(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+  static HERD_INLINE I DotI(I acc, B w, B x) { return _mm256_add_epi32(acc, DotL(w, x)); }
+  static HERD_INLINE I DotISigned(I acc, B w, B x) { return _mm256_add_epi32(acc, DotSS(w, x)); }
   // Chunk k covers groups 2k (int16 lanes 0-7) and 2k+1 (lanes 8-15).
   static HERD_INLINE S KScales(const int16_t* sc16, int k) {
     int32_t pair;
@@ -74,11 +76,11 @@ struct BF16Dec {
 // decoded once into scratch and reused for every token.
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, KQuant<V, PortableKDec<V, T>>, 2, 3, 2, 2, 2, 3>(a, r0, r1);
+  QuantKernel<V, T, KQuant<V, PortableKDec<V, T>>, 2, 3, 2, 2, 3>(a, r0, r1);
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 3, 2, 2, 2, 3>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 3, 2, 2, 3>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
@@ -104,7 +106,7 @@ MatKernel Get(DType type) {
   }
 }
 
-const KernelSet kSet = {"avx2", &Get, 4};
+const KernelSet kSet = {"avx2", &Get, 4, 2};
 
 }  // namespace
 }  // namespace herd::cpu::internal::avx2

@@ -32,6 +32,8 @@ struct V {
   static HERD_INLINE I ZeroI() { return _mm512_setzero_si512(); }
   static HERD_INLINE I DotK(I acc, B w, B x, S sc) { return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(w, x), sc); }
   static HERD_INLINE I DotL(B w, B x) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x); }
+  static HERD_INLINE I DotI(I acc, B w, B x) { return _mm512_dpbusd_epi32(acc, w, x); }
+  static HERD_INLINE I DotISigned(I acc, B w, B x) { return _mm512_add_epi32(acc, DotSS(w, x)); }
   static HERD_INLINE I DotSS(B w, B x) {
     // |w| x sign(w)*x: negate x where w < 0.
     const __mmask64 neg = _mm512_movepi8_mask(w);
@@ -108,16 +110,15 @@ struct KDecFor<DType::kQ6_K> {
   using Type = Q6KDec;
 };
 
-// Few tokens: decode in registers (R x C tiles 4 x 4, 4 x 1). From kPackMinTok tokens on,
-// row blocks are decoded once into scratch (packed tiles 4 x 4).
-constexpr int kPackMinTok = 12;
+// Few tokens: decode in registers (R x C tiles 4 x 4, 4 x 1). Many tokens (interleaved
+// activations, from 12 tokens on): packed spans, 4 x 3 tiles.
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, KQuant<V, typename KDecFor<T>::Type>, 4, 4, 4, kPackMinTok, 4, 4>(a, r0, r1);
+  QuantKernel<V, T, KQuant<V, typename KDecFor<T>::Type>, 4, 4, 4, 4, 3>(a, r0, r1);
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, kPackMinTok, 4, 4>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, 4, 3>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
@@ -143,7 +144,7 @@ MatKernel Get(DType type) {
   }
 }
 
-const KernelSet kSet = {"avx512-vnni", &Get, 8};
+const KernelSet kSet = {"avx512-vnni", &Get, 8, 12};
 
 }  // namespace
 }  // namespace herd::cpu::internal::avx512

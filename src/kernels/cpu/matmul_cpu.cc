@@ -47,18 +47,15 @@ Isa DetectBest() {
   return Isa::kGeneric;
 }
 
-// The kernel for `type` in `isa`'s set, falling back to the next narrower set.
-MatKernel KernelFor(Isa isa, DType type, int* row_grain) {
+// The kernel set that runs `type` for `isa`, falling back to the next narrower set.
+const KernelSet* SetForType(Isa isa, DType type) {
   if (isa == Isa::kAuto) isa = BestIsa();
   Isa chain[3] = {isa, Isa::kGeneric, Isa::kGeneric};
   if (isa == Isa::kAvx512) chain[1] = Isa::kAvx2;
   for (Isa i : chain) {
     const KernelSet* set = SetFor(i);
     if (set == nullptr || !IsaAvailable(i)) continue;
-    if (MatKernel k = set->get(type)) {
-      *row_grain = set->row_grain;
-      return k;
-    }
+    if (set->get(type) != nullptr) return set;
   }
   HERD_CHECK_MSG(false, "no matmul kernel for type %s", std::string(DTypeName(type)).c_str());
 }
@@ -75,8 +72,9 @@ void Run(Isa isa, const TensorView& w, const uint8_t* act, const ActLayout& layo
   a.n_tok = n_tok;
   a.y = y;
   a.ldy = w.rows();
-  int grain = 1;
-  const MatKernel kernel = KernelFor(isa, w.type, &grain);
+  const KernelSet* set = SetForType(isa, w.type);
+  const MatKernel kernel = set->get(w.type);
+  const int grain = set->row_grain;
   const int64_t n_out = w.rows();
   if (n_out == 0 || n_tok == 0) return;
   // One thread per ~64 KiB of weights at least, so tiny matmuls skip the fork-join.
@@ -123,8 +121,10 @@ bool ActivationsCompatible(DType a, DType b) { return internal::ActFormatFor(a) 
 void QuantizedActivations::Free::operator()(uint8_t* p) const { std::free(p); }
 
 void QuantizeActivations(DType weight_type, const float* x, int64_t n_tok, int64_t n_in, QuantizedActivations* out,
-                         ThreadPool& pool) {
-  const ActLayout layout = ActLayout::Make(internal::ActFormatFor(weight_type), n_in);
+                         ThreadPool& pool, Isa isa) {
+  const ActFormat format = internal::ActFormatFor(weight_type);
+  const bool interleaved = format != ActFormat::kF32 && n_tok >= SetForType(isa, weight_type)->pack_min_tok;
+  const ActLayout layout = ActLayout::Make(format, n_in, interleaved);
   const size_t need = layout.stride * static_cast<size_t>(n_tok);
   if (need > out->capacity_) {
     const size_t cap = (need + 4095) & ~size_t{4095};
@@ -160,7 +160,7 @@ void MatMulIsa(Isa isa, const TensorView& w, const float* x, int64_t n_tok, floa
     return;
   }
   thread_local QuantizedActivations scratch;
-  QuantizeActivations(w.type, x, n_tok, w.cols(), &scratch, pool);
+  QuantizeActivations(w.type, x, n_tok, w.cols(), &scratch, pool, isa);
   MatMulQuantized(w, scratch, y, pool, isa);
 }
 

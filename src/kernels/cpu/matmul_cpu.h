@@ -44,7 +44,7 @@ class QuantizedActivations {
   const uint8_t* data() const { return data_.get(); }
 
  private:
-  friend void QuantizeActivations(DType, const float*, int64_t, int64_t, QuantizedActivations*, ThreadPool&);
+  friend void QuantizeActivations(DType, const float*, int64_t, int64_t, QuantizedActivations*, ThreadPool&, Isa);
   struct Free {
     void operator()(uint8_t* p) const;
   };
@@ -56,8 +56,10 @@ class QuantizedActivations {
 };
 
 // x: [n_tok, n_in] f32 -> *out in the format weights of `weight_type` use. Parallel over pool.
+// The layout depends on n_tok and on the kernel set `isa` resolves to (many tokens get the
+// interleaved layout of the packed kernels); MatMulQuantized accepts either.
 void QuantizeActivations(DType weight_type, const float* x, int64_t n_tok, int64_t n_in, QuantizedActivations* out,
-                         ThreadPool& pool);
+                         ThreadPool& pool, Isa isa = Isa::kAuto);
 
 // y[n_tok, n_out] = x · wᵀ with x already converted; requires
 // ActivationsCompatible(x.weight_type(), w.type) and x.n_in() == w.cols().

@@ -16,7 +16,15 @@ namespace {
 void ToRefRow(const KernelArgs& a, int64_t t, std::vector<uint8_t>* out) {
   const ActLayout& l = a.layout;
   const uint8_t* row = a.act + static_cast<size_t>(t) * l.stride;
-  const auto* q = reinterpret_cast<const int8_t*>(row);
+  const int8_t* q = reinterpret_cast<const int8_t*>(row);
+  std::vector<int8_t> natural;
+  if (l.interleaved) {  // undo the span interleaving (see act_quant.h)
+    natural.resize(l.n_pad);
+    for (int64_t o = 0; o < l.n_pad; o += 256)
+      for (int k = 0; k < 4; ++k)
+        for (int g = 0; g < 16; ++g) std::memcpy(&natural[o + 16 * g + 4 * k], q + o + 64 * k + 4 * g, 4);
+    q = natural.data();
+  }
   const auto* d = reinterpret_cast<const float*>(row + l.d_off);
   const int64_t nb = a.n_in / (l.format == ActFormat::kQ8B256 ? 256 : 32);
   switch (l.format) {
@@ -71,7 +79,7 @@ void GenericKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
 
 MatKernel Get(DType) { return &GenericKernel; }
 
-const KernelSet kSet = {"generic", &Get, 1};
+const KernelSet kSet = {"generic", &Get, 1, 1 << 30};
 
 }  // namespace
 

@@ -24,6 +24,8 @@ struct V {
   static HERD_INLINE I DotK(I acc, B w, B x, S sc) { return vmlaq_s32(acc, vdotq_s32(vdupq_n_s32(0), w, x), sc); }
   static HERD_INLINE I DotL(B w, B x) { return vdotq_s32(vdupq_n_s32(0), w, x); }
   static HERD_INLINE I DotSS(B w, B x) { return vdotq_s32(vdupq_n_s32(0), w, x); }
+  static HERD_INLINE I DotI(I acc, B w, B x) { return vdotq_s32(acc, w, x); }
+  static HERD_INLINE I DotISigned(I acc, B w, B x) { return vdotq_s32(acc, w, x); }
   static HERD_INLINE S KScales(const int16_t* sc16, int k) { return vdupq_n_s32(sc16[k]); }
   static HERD_INLINE F BlockScale(const float* d8, int k) { return vdupq_n_f32(d8[k / 2]); }
   static HERD_INLINE F Cvt(I v) { return vcvtq_f32_s32(v); }
@@ -57,11 +59,11 @@ struct BF16Dec {
 // decoded once into scratch and reused for every token.
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, KQuant<V, PortableKDec<V, T>>, 2, 4, 2, 2, 2, 4>(a, r0, r1);
+  QuantKernel<V, T, KQuant<V, PortableKDec<V, T>>, 2, 4, 2, 2, 3>(a, r0, r1);
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 4, 2, 2, 2, 4>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 4, 2, 2, 3>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
@@ -87,7 +89,7 @@ MatKernel Get(DType type) {
   }
 }
 
-const KernelSet kSet = {"neon", &Get, 4};
+const KernelSet kSet = {"neon", &Get, 4, 2};
 
 }  // namespace
 }  // namespace herd::cpu::internal::neon

@@ -53,40 +53,27 @@ struct PortableLDec {
   HERD_INLINE typename V::F C(int h) const { return V::LoadF(dec.c + h * V::FL); }
 };
 
-// Decoders over rows already decoded into a scratch buffer (the prompt path: a block of rows
-// is decoded once and then multiplied against every token).
-// A packed super-block keeps the per-chunk scale vectors ready-made (loads, not permutes).
-template <class V>
-struct KPacked {
-  static constexpr int kChunks = 256 / V::W;
+// One 256-element span of a weight row packed for the interleaved path (any quantized type):
+// codes in the interleaved order of ActLayout (byte 64k + 4g + e = element 16g + 4k + e), and
+// per group of 16: a = the group's scale (d * sc for K-quants, the block scale for legacy
+// types) and b = its correction c. sum_i w_i x_i over the span =
+//   sum_g dx_g * a_g * (sum_{i in g} q_i xq_i) - b_g * s_g.
+struct IPacked {
   alignas(64) uint8_t q[256];
-  alignas(64) typename V::S scv[kChunks];
-  alignas(64) float c[16];
-  float d;
+  alignas(64) float a[16];
+  float b[16];
 };
+static_assert(sizeof(IPacked) == 384);
 
-template <class V>
-struct PackedKDec {
-  static constexpr size_t kBytes = sizeof(KPacked<V>);
-  const KPacked<V>* p;
-  HERD_INLINE void Begin(const uint8_t* ptr) { p = reinterpret_cast<const KPacked<V>*>(ptr); }
-  HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(p->q + k * V::W); }
-  HERD_INLINE typename V::S Scales(int k) const { return p->scv[k]; }
-  HERD_INLINE float d() const { return p->d; }
-  HERD_INLINE typename V::F C(int h) const { return V::LoadF(p->c + h * V::FL); }
-};
-
-template <class V, DType T>
-struct PackedLDec {
-  static constexpr size_t kBytes = sizeof(LDecoded) / 8;  // per block, so a span is 8 * kBytes
-  static constexpr bool kSigned = T == DType::kQ8_0 && !V::kUnsignedQ8;
-  const LDecoded* p;
-  HERD_INLINE void Begin(const uint8_t* ptr, int) { p = reinterpret_cast<const LDecoded*>(ptr); }
-  HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(p->q + k * V::W); }
-  HERD_INLINE typename V::F DScale(int k) const { return V::BlockScale(p->d, k); }
-  HERD_INLINE typename V::F C(int h) const { return V::LoadF(p->c + h * V::FL); }
-};
-static_assert(sizeof(LDecoded) % 8 == 0);
+// Software prefetch of in-place weights kPrefetchBytes ahead of the unit being decoded
+// (decode streams several rows at once). Decoders over packed scratch set kPacked.
+inline constexpr size_t kPrefetchBytes = 1536;
+template <class Dec, size_t kBytes>
+HERD_INLINE void Prefetch(const uint8_t* p) {
+  if constexpr (!requires { Dec::kPacked; }) {
+    for (size_t o = 0; o < kBytes; o += 64) __builtin_prefetch(p + kPrefetchBytes + o);
+  }
+}
 
 // Activation row pointers of one token.
 struct ActRow {
@@ -135,8 +122,11 @@ struct KQuant {
     const int64_t u1 = a.u1 < 0 ? a.n_in / 256 : a.u1;
     for (int64_t sb = a.u0; sb < u1; ++sb) {
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i)
-        dec[i].Begin(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + sb * Dec::kBytes);
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + sb * Dec::kBytes;
+        Prefetch<Dec, Dec::kBytes>(p);
+        dec[i].Begin(p);
+      }
       I isum[R][C];
       for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j) isum[i][j] = V::ZeroI();
@@ -189,8 +179,11 @@ struct LQuant {
     for (int64_t span = a.u0; span < u1; ++span) {
       const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i)
-        dec[i].Begin(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + span * 8 * Dec::kBytes, nb);
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + span * 8 * Dec::kBytes;
+        Prefetch<Dec, 8 * Dec::kBytes>(p);
+        dec[i].Begin(p, nb);
+      }
       const int kc = nb == 8 ? kChunks : (nb * 32 + V::W - 1) / V::W;
 #pragma GCC unroll 16
       for (int k = 0; k < kc; ++k) {
@@ -317,14 +310,127 @@ void RunRows(const KernelArgs& a, int64_t r0, int64_t r1) {
 // Decodes each row block once into a per-thread scratch buffer (Decoded units per row:
 // super-blocks or 8-block spans), then runs the tiles of K over it. For many tokens the
 // decode cost vanishes and the inner loop is the same for every type.
-inline constexpr int64_t kSliceUnits = 8;
+inline constexpr int64_t kSliceUnits = 16;
 
-template <class Decoded, class K, int R, int C, class PackFn>
-void RunRowsPacked(const KernelArgs& a, int64_t r0, int64_t r1, int64_t units, PackFn pack) {
-  const size_t row_bytes = static_cast<size_t>(units) * sizeof(Decoded);
+// ---- Interleaved path: many tokens. ----
+// A whole span accumulates into NI = 16 / FL int32 vectors per (row, token), lane = group.
+// Per span and (row, token): 256 / W integer dot instructions + 4 * NI float ops.
+template <class V, bool kSigned>
+struct IQuant {
+  template <int R, int C>
+  static void Tile(const KernelArgs& a, int64_t r, int64_t t) {
+    using F = typename V::F;
+    using I = typename V::I;
+    constexpr int NI = 16 / V::FL;
+    constexpr int kSteps = 256 / V::W;
+    const ActLayout& l = a.layout;
+    const int8_t* xq[C];
+    const float* xs[C];
+    const float* xg[C];
+    for (int j = 0; j < C; ++j) {
+      const uint8_t* row = a.act + static_cast<size_t>(t + j) * l.stride;
+      xq[j] = reinterpret_cast<const int8_t*>(row);
+      xs[j] = reinterpret_cast<const float*>(row + l.s_off);
+      xg[j] = reinterpret_cast<const float*>(row + l.dg_off);
+    }
+    F acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) acc[i][j] = V::ZeroF();
+    const int64_t u1 = a.u1 < 0 ? (a.n_in + 255) / 256 : a.u1;
+    for (int64_t u = a.u0; u < u1; ++u) {
+      const IPacked* w[R];
+      for (int i = 0; i < R; ++i)
+        w[i] = reinterpret_cast<const IPacked*>(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride) + u;
+      I isum[R][C][NI];
+      for (int i = 0; i < R; ++i)
+        for (int j = 0; j < C; ++j)
+          for (int h = 0; h < NI; ++h) isum[i][j][h] = V::ZeroI();
+#pragma GCC unroll 16
+      for (int m = 0; m < kSteps; ++m) {
+        typename V::B wv[R];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) wv[i] = V::LoadB(w[i]->q + m * V::W);
+#pragma GCC unroll 8
+        for (int j = 0; j < C; ++j) {
+          const typename V::B xv = V::LoadB(xq[j] + u * 256 + m * V::W);
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            I& s = isum[i][j][m % NI];
+            s = kSigned ? V::DotISigned(s, wv[i], xv) : V::DotI(s, wv[i], xv);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int h = 0; h < NI; ++h) {
+        F av[R], bv[R];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) {
+          av[i] = V::LoadF(w[i]->a + h * V::FL);
+          bv[i] = V::LoadF(w[i]->b + h * V::FL);
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < C; ++j) {
+          const F dg = V::LoadF(xg[j] + u * 16 + h * V::FL);
+          const F sg = V::LoadF(xs[j] + u * 16 + h * V::FL);
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            acc[i][j] = V::Fma(V::Mul(av[i], V::Cvt(isum[i][j][h])), dg, acc[i][j]);
+            acc[i][j] = V::Fnma(bv[i], sg, acc[i][j]);
+          }
+        }
+      }
+    }
+    Store<V, R, C>(a, r, t, acc);
+  }
+};
+
+// Packs one weight row (any quantized type) into spans of IPacked.
+template <DType T, bool kUnsignedQ8>
+HERD_INLINE void PackRowI(const uint8_t* row, int64_t n_in, IPacked* out) {
+  constexpr bool kK = BlockBytes(T) > 64;  // super-block types
+  const uint8_t* codes;
+  if constexpr (kK) {
+    KDecoded dec;
+    for (int64_t sb = 0; sb < n_in / 256; ++sb) {
+      DecodeK<T>(row + sb * BlockBytes(T), &dec);
+      IPacked& o = out[sb];
+      for (int g = 0; g < 16; ++g) {
+        o.a[g] = dec.d * static_cast<float>(dec.sc[g]);
+        o.b[g] = dec.c[g];
+      }
+      codes = dec.q;
+      for (int k = 0; k < 4; ++k)
+        for (int g = 0; g < 16; ++g) std::memcpy(o.q + 64 * k + 4 * g, codes + 16 * g + 4 * k, 4);
+    }
+  } else {
+    LDecoded dec;
+    const int64_t n_blocks = n_in / 32;
+    for (int64_t span = 0; span * 8 < n_blocks; ++span) {
+      const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
+      DecodeL<T, kUnsignedQ8>(row + span * 8 * BlockBytes(T), nb, &dec);
+      IPacked& o = out[span];
+      for (int g = 0; g < 16; ++g) {
+        o.a[g] = dec.d[g / 2];
+        o.b[g] = dec.c[g];
+      }
+      codes = dec.q;
+      for (int k = 0; k < 4; ++k)
+        for (int g = 0; g < 16; ++g) std::memcpy(o.q + 64 * k + 4 * g, codes + 16 * g + 4 * k, 4);
+    }
+  }
+}
+
+// Many tokens (interleaved activations): each block of rows is packed once into a per-thread
+// scratch buffer, then R x C tiles run over it in column slices of kSliceUnits spans, so an
+// R-row tile of packed weights stays in L1 while every token passes.
+template <class V, DType T, int R, int C>
+void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
+  constexpr bool kSigned = T == DType::kQ8_0 && !V::kUnsignedQ8;
+  const int64_t units = (a.n_in + 255) / 256;
+  const size_t row_bytes = static_cast<size_t>(units) * sizeof(IPacked);
   const int64_t fit = static_cast<int64_t>((384u << 10) / row_bytes);
   const int64_t rb_rows = std::max<int64_t>(R, fit / R * R);
-  thread_local std::vector<Decoded> scratch;
+  thread_local std::vector<IPacked> scratch;
   const size_t need = static_cast<size_t>(rb_rows * units);
   if (scratch.size() < need) scratch.resize(need);
   KernelArgs b = a;
@@ -333,56 +439,27 @@ void RunRowsPacked(const KernelArgs& a, int64_t r0, int64_t r1, int64_t units, P
   for (int64_t rb = r0; rb < r1; rb += rb_rows) {
     const int64_t re = std::min(r1, rb + rb_rows);
     for (int64_t r = rb; r < re; ++r)
-      pack(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, scratch.data() + (r - rb) * units);
+      PackRowI<T, V::kUnsignedQ8>(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, a.n_in,
+                                  scratch.data() + (r - rb) * units);
     b.w_row0 = rb;
-    // Slices of kSliceUnits x 256 columns, so an R-row tile of packed weights stays in L1.
     for (int64_t u = 0; u < units; u += kSliceUnits) {
       b.u0 = u;
       b.u1 = std::min(units, u + kSliceUnits);
       b.accumulate = u > 0;
-      RunBlockRowsOuter<K, R, C>(b, rb, re);
+      RunBlockRowsOuter<IQuant<V, kSigned>, R, C>(b, rb, re);
     }
   }
 }
 
-// Row packers over the portable decoders.
-template <class V, DType T>
-HERD_INLINE void PackRowK(const uint8_t* row, int64_t n_in, KPacked<V>* out) {
-  KDecoded dec;
-  for (int64_t sb = 0; sb < n_in / 256; ++sb) {
-    DecodeK<T>(row + sb * BlockBytes(T), &dec);
-    KPacked<V>& o = out[sb];
-    std::memcpy(o.q, dec.q, 256);
-    for (int k = 0; k < KPacked<V>::kChunks; ++k) o.scv[k] = V::KScales(dec.sc, k);
-    std::memcpy(o.c, dec.c, sizeof(o.c));
-    o.d = dec.d;
-  }
-}
-template <DType T, bool kUnsignedQ8>
-HERD_INLINE void PackRowL(const uint8_t* row, int64_t n_in, LDecoded* out) {
-  const int64_t n_blocks = n_in / 32;
-  for (int64_t span = 0; span * 8 < n_blocks; ++span) {
-    const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
-    DecodeL<T, kUnsignedQ8>(row + span * 8 * BlockBytes(T), nb, out + span);
-  }
-}
-
-// The whole kernel for a quantized type: in-place decode (DirectK) for few tokens, packed
-// rows for many.
-template <class V, DType T, class DirectK, int R, int C, int R1, int kPackMinTok, int PR, int PC>
+// The whole kernel for a quantized type: weights decoded in place (DirectK, R x C tiles, R1
+// rows for single tokens) for natural activations; packed spans (PR x PC tiles) for
+// interleaved ones. The driver interleaves from KernelSet::pack_min_tok tokens on.
+template <class V, DType T, class DirectK, int R, int C, int R1, int PR, int PC>
 void QuantKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  constexpr bool kK = BlockBytes(T) > 64;  // super-block types
-  if (a.n_tok < kPackMinTok) {
-    RunRows<DirectK, R, C, R1>(a, r0, r1);
-    return;
-  }
-  if constexpr (kK) {
-    RunRowsPacked<KPacked<V>, KQuant<V, PackedKDec<V>>, PR, PC>(
-        a, r0, r1, a.n_in / 256, [&](const uint8_t* row, KPacked<V>* out) { PackRowK<V, T>(row, a.n_in, out); });
+  if (a.layout.interleaved) {
+    RunRowsInterleaved<V, T, PR, PC>(a, r0, r1);
   } else {
-    RunRowsPacked<LDecoded, LQuant<V, PackedLDec<V, T>>, PR, PC>(
-        a, r0, r1, (a.n_in / 32 + 7) / 8,
-        [&](const uint8_t* row, LDecoded* out) { PackRowL<T, V::kUnsignedQ8>(row, a.n_in, out); });
+    RunRows<DirectK, R, C, R1>(a, r0, r1);
   }
 }
 
