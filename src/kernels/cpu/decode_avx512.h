@@ -67,6 +67,11 @@ struct Q45KDec {
   }
   HERD_INLINE float d() const { return d_; }
   HERD_INLINE __m512 C(int) const { return c; }
+  // d * scale of each group of 16 (the packed path's a).
+  HERD_INLINE __m512 A() const {
+    const __m512 s = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc)));
+    return _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), s), _mm512_set1_ps(d_));
+  }
 };
 
 // Q6_K: ql[128] low nibbles, qh[64] 2 high bits, 16 int8 scales, d. Chunk pair n (k = 2n, 2n+1)
@@ -103,6 +108,9 @@ struct Q6KDec {
   }
   HERD_INLINE float d() const { return d_; }
   HERD_INLINE __m512 C(int) const { return c; }
+  HERD_INLINE __m512 A() const {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc))), _mm512_set1_ps(d_));
+  }
 };
 
 // Legacy 32-blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) over a span of 8 blocks; partial spans
@@ -176,6 +184,62 @@ struct LegacyDec {
     return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_load_si512(kBlockIdx), _mm512_set1_epi32(2 * k)), d16);
   }
   HERD_INLINE __m512 C(int h) const { return full_ ? c : slow_.C(h); }
+  HERD_INLINE __m512 A() const { return _mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), d16); }
+  HERD_INLINE bool full() const { return full_; }
+};
+
+// Natural-order codes of one span (4 chunks of 64) -> IPacked order: a 4 x 4 transpose of
+// 32-bit units inside each chunk, then a 4 x 4 transpose of 128-bit lanes across chunks.
+HERD_INLINE void InterleaveStore(const __m512i (&z)[4], uint8_t* q) {
+  const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m512i t[4];
+  for (int c = 0; c < 4; ++c) t[c] = _mm512_permutexvar_epi32(idx, z[c]);
+  const __m512i u0 = _mm512_shuffle_i32x4(t[0], t[1], 0x44);
+  const __m512i u1 = _mm512_shuffle_i32x4(t[0], t[1], 0xEE);
+  const __m512i u2 = _mm512_shuffle_i32x4(t[2], t[3], 0x44);
+  const __m512i u3 = _mm512_shuffle_i32x4(t[2], t[3], 0xEE);
+  _mm512_store_si512(q, _mm512_shuffle_i32x4(u0, u2, 0x88));
+  _mm512_store_si512(q + 64, _mm512_shuffle_i32x4(u0, u2, 0xDD));
+  _mm512_store_si512(q + 128, _mm512_shuffle_i32x4(u1, u3, 0x88));
+  _mm512_store_si512(q + 192, _mm512_shuffle_i32x4(u1, u3, 0xDD));
+}
+
+// Packers for the interleaved path built on the register decoders above.
+template <class Dec>
+struct KSimdPacker {
+  static void PackRow(const uint8_t* row, int64_t, int64_t u0, int64_t u1, IPacked* out) {
+    Dec dec;
+    for (int64_t sb = u0; sb < u1; ++sb) {
+      dec.Begin(row + sb * Dec::kBytes);
+      const __m512i z[4] = {dec.Codes(0), dec.Codes(1), dec.Codes(2), dec.Codes(3)};
+      IPacked& o = out[sb - u0];
+      InterleaveStore(z, o.q);
+      _mm512_store_ps(o.a, dec.A());
+      _mm512_storeu_ps(o.b, dec.C(0));
+    }
+  }
+};
+
+template <DType T>
+struct LSimdPacker {
+  static void PackRow(const uint8_t* row, int64_t n_in, int64_t u0, int64_t u1, IPacked* out) {
+    LegacyDec<T> dec;
+    const int64_t n_blocks = n_in / 32;
+    for (int64_t span = u0; span < u1; ++span) {
+      const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
+      const uint8_t* p = row + span * 8 * LegacyDec<T>::kBytes;
+      IPacked& o = out[span - u0];
+      if (nb < 8) {
+        PackSpanL<T, V::kUnsignedQ8>(p, nb, &o);
+        continue;
+      }
+      dec.Begin(p, nb);
+      const __m512i z[4] = {dec.Codes(0), dec.Codes(1), dec.Codes(2), dec.Codes(3)};
+      InterleaveStore(z, o.q);
+      _mm512_store_ps(o.a, dec.A());
+      _mm512_storeu_ps(o.b, dec.C(0));
+    }
+  }
 };
 
 }  // namespace herd::cpu::internal::avx512

@@ -25,6 +25,7 @@ struct KernelArgs {
   int64_t u0 = 0;
   int64_t u1 = -1;
   bool accumulate = false;
+  int64_t w_u0 = 0;  // unit index stored first in each row at `w` (packed column slices)
   int64_t ldy;
 };
 

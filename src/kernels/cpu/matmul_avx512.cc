@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #define HERD_ISA_NS avx512
 #include "kernels/cpu/decode_portable.h"
@@ -114,11 +115,16 @@ struct KDecFor<DType::kQ6_K> {
 // activations, from 12 tokens on): packed spans, 4 x 3 tiles.
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, KQuant<V, typename KDecFor<T>::Type>, 4, 4, 4, 4, 3>(a, r0, r1);
+  using Dec = typename KDecFor<T>::Type;
+  if constexpr (std::is_same_v<Dec, PortableKDec<V, T>>) {
+    QuantKernel<V, T, KQuant<V, Dec>, 4, 4, 4, 4, 3>(a, r0, r1);
+  } else {
+    QuantKernel<V, T, KQuant<V, Dec>, 4, 4, 4, 4, 3, KSimdPacker<Dec>>(a, r0, r1);
+  }
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, 4, 3>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, 4, 3, LSimdPacker<T>>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {

@@ -100,9 +100,9 @@ TEST_P(MatMulCpuTest, MatchesReference) {
   if (bs == 1) {
     n_ins = {1, 3, 29, 64, 100};
   } else if (k_quant) {
-    n_ins = {256, 768, 2304};
+    n_ins = {256, 768, 4352};  // 17 super-blocks: two column slices of the packed path
   } else {
-    n_ins = {32, 96, 320, 2592};  // 10 blocks: a full 8-block span + a partial one; 81: several column slices
+    n_ins = {32, 96, 320, 4128};  // 10 blocks: a full span + a partial one; 129: two column slices
   }
   ThreadPool pool1(1), pool3(3);
   uint32_t seed = 1;

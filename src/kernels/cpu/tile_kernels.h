@@ -310,7 +310,7 @@ void RunRows(const KernelArgs& a, int64_t r0, int64_t r1) {
 // Decodes each row block once into a per-thread scratch buffer (Decoded units per row:
 // super-blocks or 8-block spans), then runs the tiles of K over it. For many tokens the
 // decode cost vanishes and the inner loop is the same for every type.
-inline constexpr int64_t kSliceUnits = 16;
+inline constexpr int64_t kSliceUnits = 8;
 
 // ---- Interleaved path: many tokens. ----
 // A whole span accumulates into NI = 16 / FL int32 vectors per (row, token), lane = group.
@@ -340,7 +340,8 @@ struct IQuant {
     for (int64_t u = a.u0; u < u1; ++u) {
       const IPacked* w[R];
       for (int i = 0; i < R; ++i)
-        w[i] = reinterpret_cast<const IPacked*>(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride) + u;
+        w[i] =
+            reinterpret_cast<const IPacked*>(a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride) + (u - a.w_u0);
       I isum[R][C][NI];
       for (int i = 0; i < R; ++i)
         for (int j = 0; j < C; ++j)
@@ -384,68 +385,83 @@ struct IQuant {
   }
 };
 
+// Interleaves 256 natural-order codes into IPacked order.
+HERD_INLINE void InterleaveCodes(const uint8_t* codes, uint8_t* q) {
+  for (int k = 0; k < 4; ++k)
+    for (int g = 0; g < 16; ++g) std::memcpy(q + 64 * k + 4 * g, codes + 16 * g + 4 * k, 4);
+}
+
+// Portable packers: one super-block / one span of up to 8 legacy blocks.
+template <DType T>
+HERD_INLINE void PackSpanK(const uint8_t* p, IPacked* o) {
+  KDecoded dec;
+  DecodeK<T>(p, &dec);
+  for (int g = 0; g < 16; ++g) {
+    o->a[g] = dec.d * static_cast<float>(dec.sc[g]);
+    o->b[g] = dec.c[g];
+  }
+  InterleaveCodes(dec.q, o->q);
+}
+template <DType T, bool kUnsignedQ8>
+HERD_INLINE void PackSpanL(const uint8_t* p, int nb, IPacked* o) {
+  LDecoded dec;
+  DecodeL<T, kUnsignedQ8>(p, nb, &dec);
+  for (int g = 0; g < 16; ++g) {
+    o->a[g] = dec.d[g / 2];
+    o->b[g] = dec.c[g];
+  }
+  InterleaveCodes(dec.q, o->q);
+}
+
 // Packs one weight row (any quantized type) into spans of IPacked.
 template <DType T, bool kUnsignedQ8>
-HERD_INLINE void PackRowI(const uint8_t* row, int64_t n_in, IPacked* out) {
-  constexpr bool kK = BlockBytes(T) > 64;  // super-block types
-  const uint8_t* codes;
-  if constexpr (kK) {
-    KDecoded dec;
-    for (int64_t sb = 0; sb < n_in / 256; ++sb) {
-      DecodeK<T>(row + sb * BlockBytes(T), &dec);
-      IPacked& o = out[sb];
-      for (int g = 0; g < 16; ++g) {
-        o.a[g] = dec.d * static_cast<float>(dec.sc[g]);
-        o.b[g] = dec.c[g];
+struct PortablePacker {
+  // Units (super-blocks / 8-block spans) [u0, u1) of one row -> out[0 .. u1 - u0).
+  static void PackRow(const uint8_t* row, int64_t n_in, int64_t u0, int64_t u1, IPacked* out) {
+    if constexpr (BlockBytes(T) > 64) {  // super-block types
+      for (int64_t sb = u0; sb < u1; ++sb) PackSpanK<T>(row + sb * BlockBytes(T), out + (sb - u0));
+    } else {
+      const int64_t n_blocks = n_in / 32;
+      for (int64_t span = u0; span < u1; ++span) {
+        const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
+        PackSpanL<T, kUnsignedQ8>(row + span * 8 * BlockBytes(T), nb, out + (span - u0));
       }
-      codes = dec.q;
-      for (int k = 0; k < 4; ++k)
-        for (int g = 0; g < 16; ++g) std::memcpy(o.q + 64 * k + 4 * g, codes + 16 * g + 4 * k, 4);
-    }
-  } else {
-    LDecoded dec;
-    const int64_t n_blocks = n_in / 32;
-    for (int64_t span = 0; span * 8 < n_blocks; ++span) {
-      const int nb = static_cast<int>(std::min<int64_t>(8, n_blocks - span * 8));
-      DecodeL<T, kUnsignedQ8>(row + span * 8 * BlockBytes(T), nb, &dec);
-      IPacked& o = out[span];
-      for (int g = 0; g < 16; ++g) {
-        o.a[g] = dec.d[g / 2];
-        o.b[g] = dec.c[g];
-      }
-      codes = dec.q;
-      for (int k = 0; k < 4; ++k)
-        for (int g = 0; g < 16; ++g) std::memcpy(o.q + 64 * k + 4 * g, codes + 16 * g + 4 * k, 4);
     }
   }
-}
+};
 
 // Many tokens (interleaved activations): each block of rows is packed once into a per-thread
 // scratch buffer, then R x C tiles run over it in column slices of kSliceUnits spans, so an
 // R-row tile of packed weights stays in L1 while every token passes.
-template <class V, DType T, int R, int C>
+template <class V, DType T, int R, int C, class Packer>
 void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
   constexpr bool kSigned = T == DType::kQ8_0 && !V::kUnsignedQ8;
   const int64_t units = (a.n_in + 255) / 256;
-  const size_t row_bytes = static_cast<size_t>(units) * sizeof(IPacked);
-  const int64_t fit = static_cast<int64_t>((384u << 10) / row_bytes);
+  // Column slice outermost, then row blocks of ~512 KiB packed: the activation slice of every
+  // token (n_tok x 2 KiB) and one packed row block share L2; an R-row tile of the block is
+  // 12 KiB, in L1 while the tokens pass.
+  const int64_t slice = std::min(units, kSliceUnits);
+  const size_t row_bytes = static_cast<size_t>(slice) * sizeof(IPacked);
+  const int64_t fit = static_cast<int64_t>((512u << 10) / row_bytes);
   const int64_t rb_rows = std::max<int64_t>(R, fit / R * R);
   thread_local std::vector<IPacked> scratch;
-  const size_t need = static_cast<size_t>(rb_rows * units);
+  const size_t need = static_cast<size_t>(rb_rows * slice);
   if (scratch.size() < need) scratch.resize(need);
   KernelArgs b = a;
   b.w = reinterpret_cast<const uint8_t*>(scratch.data());
   b.w_stride = row_bytes;
-  for (int64_t rb = r0; rb < r1; rb += rb_rows) {
-    const int64_t re = std::min(r1, rb + rb_rows);
-    for (int64_t r = rb; r < re; ++r)
-      PackRowI<T, V::kUnsignedQ8>(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, a.n_in,
-                                  scratch.data() + (r - rb) * units);
-    b.w_row0 = rb;
-    for (int64_t u = 0; u < units; u += kSliceUnits) {
-      b.u0 = u;
-      b.u1 = std::min(units, u + kSliceUnits);
-      b.accumulate = u > 0;
+  for (int64_t u = 0; u < units; u += slice) {
+    const int64_t ue = std::min(units, u + slice);
+    b.u0 = u;
+    b.u1 = ue;
+    b.w_u0 = u;
+    b.accumulate = u > 0;
+    for (int64_t rb = r0; rb < r1; rb += rb_rows) {
+      const int64_t re = std::min(r1, rb + rb_rows);
+      for (int64_t r = rb; r < re; ++r)
+        Packer::PackRow(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, a.n_in, u, ue,
+                        scratch.data() + (r - rb) * slice);
+      b.w_row0 = rb;
       RunBlockRowsOuter<IQuant<V, kSigned>, R, C>(b, rb, re);
     }
   }
@@ -454,10 +470,11 @@ void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
 // The whole kernel for a quantized type: weights decoded in place (DirectK, R x C tiles, R1
 // rows for single tokens) for natural activations; packed spans (PR x PC tiles) for
 // interleaved ones. The driver interleaves from KernelSet::pack_min_tok tokens on.
-template <class V, DType T, class DirectK, int R, int C, int R1, int PR, int PC>
+template <class V, DType T, class DirectK, int R, int C, int R1, int PR, int PC,
+          class Packer = PortablePacker<T, V::kUnsignedQ8>>
 void QuantKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   if (a.layout.interleaved) {
-    RunRowsInterleaved<V, T, PR, PC>(a, r0, r1);
+    RunRowsInterleaved<V, T, PR, PC, Packer>(a, r0, r1);
   } else {
     RunRows<DirectK, R, C, R1>(a, r0, r1);
   }
