@@ -78,10 +78,11 @@ struct Shape {
   int64_t n_in, n_out, n_tok;
 };
 
-void Bench(DType type, const Shape& s, int threads, cpu::Isa isa) {
+void Bench(DType type, const Shape& s, int threads, cpu::Isa isa, bool in_cache) {
   const size_t row = RowBytes(type, s.n_in);
   const size_t mat = row * static_cast<size_t>(s.n_out);
-  const int copies = s.n_tok == 1 ? static_cast<int>(std::max<size_t>(1, ((size_t{1} << 30) + mat - 1) / mat)) : 1;
+  const int copies =
+      s.n_tok == 1 && !in_cache ? static_cast<int>(std::max<size_t>(1, ((size_t{1} << 30) + mat - 1) / mat)) : 1;
   // Distinct rows, replicated.
   const int distinct = 16;
   std::vector<uint8_t> rows(row * distinct);
@@ -134,6 +135,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;  // "decode" / "prompt"
   cpu::Isa isa = cpu::Isa::kAuto;
   bool bandwidth = false;
+  bool in_cache = false;
+  std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
@@ -159,12 +162,20 @@ int main(int argc, char** argv) {
       for (cpu::Isa c : {cpu::Isa::kGeneric, cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kNeon})
         if (v == cpu::IsaName(c)) isa = c;
       ++i;
+    } else if (a == "--shape") {  // n_in,n_out,n_tok (repeatable); the weights are not rotated
+      const auto f = Split(v);
+      if (f.size() != 3) return 2;
+      shapes.push_back({std::atoll(f[0].c_str()), std::atoll(f[1].c_str()), std::atoll(f[2].c_str())});
+      in_cache = true;
+      ++i;
     } else if (a == "--bandwidth") {
       bandwidth = true;
     } else {
-      std::fprintf(stderr,
-                   "usage: %s [--threads 1,2] [--types Q4_K,F16] [--only decode|prompt] [--isa avx2] [--bandwidth]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads 1,2] [--types Q4_K,F16] [--only decode|prompt] [--isa avx2] [--bandwidth]\n"
+          "       [--shape n_in,n_out,n_tok ...]  (custom shapes; weights not rotated, so they may sit in cache)\n",
+          argv[0]);
       return 2;
     }
   }
@@ -176,10 +187,16 @@ int main(int argc, char** argv) {
   std::printf("\n| type | n_in | n_out | n_tok | thr | ms/call | GB/s | GOPS |\n|---|---|---|---|---|---|---|---|\n");
   for (DType type : types) {
     for (int t : threads) {
+      if (!shapes.empty()) {
+        for (const Shape& s : shapes) Bench(type, s, t, isa, in_cache);
+        continue;
+      }
       if (decode)
-        for (Shape s : {Shape{2048, 8192, 1}, Shape{8192, 2048, 1}, Shape{2048, 128256, 1}}) Bench(type, s, t, isa);
+        for (Shape s : {Shape{2048, 8192, 1}, Shape{8192, 2048, 1}, Shape{2048, 128256, 1}})
+          Bench(type, s, t, isa, false);
       if (prompt)
-        for (Shape s : {Shape{2048, 2048, 256}, Shape{2048, 8192, 256}, Shape{8192, 2048, 256}}) Bench(type, s, t, isa);
+        for (Shape s : {Shape{2048, 2048, 256}, Shape{2048, 8192, 256}, Shape{8192, 2048, 256}})
+          Bench(type, s, t, isa, false);
     }
   }
   return 0;
