@@ -65,14 +65,11 @@ struct IPacked {
 };
 static_assert(sizeof(IPacked) == 384);
 
-// Software prefetch of in-place weights kPrefetchBytes ahead of the unit being decoded
-// (decode streams several rows at once). Decoders over packed scratch set kPacked.
-inline constexpr size_t kPrefetchBytes = 1536;
+// Software prefetch of in-place weights: the same unit of the rows of the next R-row tile
+// (one tile ahead works for short and long rows; prefetches never fault past the end).
 template <class Dec, size_t kBytes>
 HERD_INLINE void Prefetch(const uint8_t* p) {
-  if constexpr (!requires { Dec::kPacked; }) {
-    for (size_t o = 0; o < kBytes; o += 64) __builtin_prefetch(p + kPrefetchBytes + o);
-  }
+  for (size_t o = 0; o < kBytes; o += 64) __builtin_prefetch(p + o);
 }
 
 // Activation row pointers of one token.
@@ -124,7 +121,7 @@ struct KQuant {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + sb * Dec::kBytes;
-        Prefetch<Dec, Dec::kBytes>(p);
+        Prefetch<Dec, Dec::kBytes>(p + R * a.w_stride);
         dec[i].Begin(p);
       }
       I isum[R][C];
@@ -181,7 +178,7 @@ struct LQuant {
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride + span * 8 * Dec::kBytes;
-        Prefetch<Dec, 8 * Dec::kBytes>(p);
+        Prefetch<Dec, 8 * Dec::kBytes>(p + R * a.w_stride);
         dec[i].Begin(p, nb);
       }
       const int kc = nb == 8 ? kChunks : (nb * 32 + V::W - 1) / V::W;
