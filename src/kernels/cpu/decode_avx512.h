@@ -163,11 +163,11 @@ struct LegacyDec {
                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
       return _mm512_xor_si512(z, _mm512_set1_epi8(static_cast<char>(0x80)));
     } else {
-      const __m256i y = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQsOff))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQsOff)), 1);
-      const __m512i z0 = _mm512_zextsi256_si512(y);
-      const __m512i z = _mm512_shuffle_i64x2(z0, z0, 0x50);  // [qs0, qs0, qs1, qs1]
+      // [qs0, qs0, qs1, qs1]: two broadcast loads and one insert.
+      const __m512i z = _mm512_inserti64x4(
+          _mm512_castsi256_si512(
+              _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kQsOff)))),
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kQsOff))), 1);
       __m512i q = _mm512_and_si512(_mm512_mask_srli_epi16(z, 0xFF00FF00u, z, 4), _mm512_set1_epi8(0x0F));
       if constexpr (kHasH) {
         uint32_t h0, h1;
@@ -179,10 +179,7 @@ struct LegacyDec {
       return q;
     }
   }
-  HERD_INLINE __m512 DScale(int k) const {
-    if (!full_) return slow_.DScale(k);
-    return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_load_si512(kBlockIdx), _mm512_set1_epi32(2 * k)), d16);
-  }
+  HERD_INLINE __m512 DVec() const { return full_ ? d16 : slow_.DVec(); }
   HERD_INLINE __m512 C(int h) const { return full_ ? c : slow_.C(h); }
   HERD_INLINE __m512 A() const { return _mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), d16); }
   HERD_INLINE bool full() const { return full_; }

@@ -38,7 +38,11 @@ struct V {
                                           2, 3, 2, 3, 2, 3);
     return _mm256_shuffle_epi8(v, shuf);
   }
-  static HERD_INLINE F BlockScale(const float* d8, int k) { return _mm256_set1_ps(d8[k]); }
+  // 8 block scales; chunk k is block k.
+  using F8 = __m256;
+  static HERD_INLINE F8 LoadF8(const float* p) { return _mm256_loadu_ps(p); }
+  static HERD_INLINE F8 Mul8(F8 a, F8 b) { return _mm256_mul_ps(a, b); }
+  static HERD_INLINE F ChunkScale(F8 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
   static HERD_INLINE F Cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static HERD_INLINE F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
   static HERD_INLINE F Fnma(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }

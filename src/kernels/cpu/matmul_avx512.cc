@@ -18,6 +18,7 @@
 namespace herd::cpu::internal::avx512 {
 namespace {
 
+alignas(64) const int32_t kBlockIdx8[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
 alignas(64) const int16_t kGroupIdx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
 
@@ -47,9 +48,12 @@ struct V {
     const __m512i idx = _mm512_add_epi16(_mm512_load_si512(kGroupIdx), _mm512_set1_epi16(static_cast<int16_t>(4 * k)));
     return _mm512_permutexvar_epi16(idx, v);
   }
-  // Chunk k covers blocks 2k (lanes 0-7) and 2k+1 (lanes 8-15).
-  static HERD_INLINE F BlockScale(const float* d8, int k) {
-    return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d8[2 * k]), _mm512_set1_ps(d8[2 * k + 1]));
+  // 8 block scales in lanes 0-7; chunk k covers blocks 2k (lanes 0-7) and 2k+1 (lanes 8-15).
+  using F8 = __m512;
+  static HERD_INLINE F8 LoadF8(const float* p) { return _mm512_zextps256_ps512(_mm256_loadu_ps(p)); }
+  static HERD_INLINE F8 Mul8(F8 a, F8 b) { return _mm512_mul_ps(a, b); }
+  static HERD_INLINE F ChunkScale(F8 v, int k) {
+    return _mm512_permutexvar_ps(_mm512_add_epi32(_mm512_load_si512(kBlockIdx8), _mm512_set1_epi32(2 * k)), v);
   }
   static HERD_INLINE F Cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static HERD_INLINE F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }

@@ -27,7 +27,18 @@ struct V {
   static HERD_INLINE I DotI(I acc, B w, B x) { return vdotq_s32(acc, w, x); }
   static HERD_INLINE I DotISigned(I acc, B w, B x) { return vdotq_s32(acc, w, x); }
   static HERD_INLINE S KScales(const int16_t* sc16, int k) { return vdupq_n_s32(sc16[k]); }
-  static HERD_INLINE F BlockScale(const float* d8, int k) { return vdupq_n_f32(d8[k / 2]); }
+  // 8 block scales; chunk k is half of block k / 2.
+  struct F8 {
+    float32x4_t lo, hi;
+  };
+  static HERD_INLINE F8 LoadF8(const float* p) { return {vld1q_f32(p), vld1q_f32(p + 4)}; }
+  static HERD_INLINE F8 Mul8(F8 a, F8 b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
+  static HERD_INLINE F ChunkScale(F8 v, int k) {
+    float s[8];
+    vst1q_f32(s, v.lo);
+    vst1q_f32(s + 4, v.hi);
+    return vdupq_n_f32(s[k / 2]);
+  }
   static HERD_INLINE F Cvt(I v) { return vcvtq_f32_s32(v); }
   static HERD_INLINE F Fma(F a, F b, F c) { return vfmaq_f32(c, a, b); }
   static HERD_INLINE F Fnma(F a, F b, F c) { return vfmsq_f32(c, a, b); }

@@ -7,7 +7,8 @@
 //   LoadB, ZeroI, DotK(acc, w, x, sc): acc += sum over pairs of sc * (w * x)   (w u8, x s8)
 //   DotL(w, x) / DotSS(w, x): int32 lanes of 4-byte dot products (u8 x s8 / s8 x s8)
 //   KScales(sc16, k): scale vector for chunk k from the 16 int16 group scales
-//   BlockScale(d8, k): float lanes matching DotL's lanes for chunk k, from 8 block scales
+//   F8 (8 floats: one per block of a span), LoadF8, Mul8, ChunkScale(f8, k): float lanes
+//   matching DotL's lanes for chunk k
 //   Cvt, Fma(a, b, c) = a*b + c, Fnma(a, b, c) = c - a*b, Mul, Set1, LoadF, ZeroF, HSum.
 //
 // Work split: a kernel call owns weight rows [r0, r1) and every token. Rows go in blocks that
@@ -27,6 +28,7 @@
 #endif
 
 #define HERD_INLINE inline __attribute__((always_inline))
+#define HERD_INLINE_LAMBDA __attribute__((always_inline))
 
 namespace herd::cpu::internal::HERD_ISA_NS {
 
@@ -49,7 +51,7 @@ struct PortableLDec {
   LDecoded dec;
   HERD_INLINE void Begin(const uint8_t* p, int nb) { DecodeL<T, V::kUnsignedQ8>(p, nb, &dec); }
   HERD_INLINE typename V::B Codes(int k) const { return V::LoadB(dec.q + k * V::W); }
-  HERD_INLINE typename V::F DScale(int k) const { return V::BlockScale(dec.d, k); }
+  HERD_INLINE typename V::F8 DVec() const { return V::LoadF8(dec.d); }
   HERD_INLINE typename V::F C(int h) const { return V::LoadF(dec.c + h * V::FL); }
 };
 
@@ -181,26 +183,33 @@ struct LQuant {
         Prefetch<Dec, 8 * Dec::kBytes>(p + R * a.w_stride);
         dec[i].Begin(p, nb);
       }
-      const int kc = nb == 8 ? kChunks : (nb * 32 + V::W - 1) / V::W;
-#pragma GCC unroll 16
-      for (int k = 0; k < kc; ++k) {
-        typename V::B w[R];
-        F dw[R];
+      // Block scale products dw * dx of the span's 8 blocks, per (row, token).
+      typename V::F8 dd[R][C];
 #pragma GCC unroll 8
-        for (int i = 0; i < R; ++i) {
-          w[i] = dec[i].Codes(k);
-          dw[i] = dec[i].DScale(k);
-        }
+      for (int j = 0; j < C; ++j) {
+        const typename V::F8 dx = V::LoadF8(x[j].d + span * 8);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) dd[i][j] = V::Mul8(dec[i].DVec(), dx);
+      }
+      auto chunk = [&](int k) HERD_INLINE_LAMBDA {
+        typename V::B w[R];
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) w[i] = dec[i].Codes(k);
 #pragma GCC unroll 8
         for (int j = 0; j < C; ++j) {
           const typename V::B xv = V::LoadB(x[j].q + span * 256 + k * V::W);
-          const F dx = V::BlockScale(x[j].d + span * 8, k);
 #pragma GCC unroll 8
           for (int i = 0; i < R; ++i) {
             const typename V::I p = Dec::kSigned ? V::DotSS(w[i], xv) : V::DotL(w[i], xv);
-            acc[i][j] = V::Fma(V::Cvt(p), V::Mul(dw[i], dx), acc[i][j]);
+            acc[i][j] = V::Fma(V::Cvt(p), V::ChunkScale(dd[i][j], k), acc[i][j]);
           }
         }
+      };
+      if (nb == 8) {
+#pragma GCC unroll 16
+        for (int k = 0; k < kChunks; ++k) chunk(k);
+      } else {
+        for (int k = 0; k < (nb * 32 + V::W - 1) / V::W; ++k) chunk(k);
       }
 #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
