@@ -181,9 +181,12 @@ TEST(ForwardTest, LlamaThreeRopeFactorsAndSeparateOutput) {
   EXPECT_EQ(Greedy(ref, prompt, 8, nullptr), Greedy(cpu, prompt, 8, nullptr));
 }
 
-// Chunked prefill (many forward passes) must give the same logits as one pass.
+// Chunked prefill (many forward passes) must give the same logits as one pass. F16 weights:
+// with quantized weights the kernels' different tilings for 1 and many tokens round the 8-bit
+// activations of a few values differently (see CpuMatchesReference), which is not what this
+// test is about.
 TEST(ForwardTest, ChunkedPrefillMatchesSinglePass) {
-  const std::string path = testing::TestModelPath("tiny", "Q8_0");
+  const std::string path = testing::TestModelPath("tiny", "F16");
   Loaded a = Load(path, false);
   Loaded b = Load(path, false);
   const auto prompt = Prompt(40, a.model->config().n_vocab);
@@ -195,7 +198,7 @@ TEST(ForwardTest, ChunkedPrefillMatchesSinglePass) {
 // Two sequences in one batch (different lengths, interleaved blocks) give the same logits
 // as each run alone.
 TEST(ForwardTest, BatchedSequencesMatchSingleRuns) {
-  const std::string path = testing::TestModelPath("tiny", "Q4_0");
+  const std::string path = testing::TestModelPath("tiny", "F16");
   Loaded l = Load(path, false);
   const int32_t n_vocab = l.model->config().n_vocab;
   const auto p0 = Prompt(19, n_vocab);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -130,44 +131,61 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   const int32_t group = n_heads / c.n_kv_heads;
   const int32_t d = c.head_dim;
   const size_t elem = c.type == DType::kF16 ? 2 : 4;
+  const size_t slot_stride = static_cast<size_t>(c.n_kv_heads) * d * elem;  // bytes between positions
   const int64_t n_tasks = b.n_tokens * c.n_kv_heads;
   pool.ParallelFor(n_tasks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kbuf(d), vbuf(d), acc(static_cast<size_t>(group) * d), m(group), l(group);
+    // Two passes per (token, kv head): scores of all positions for the query heads sharing
+    // the kv head (each K row widened once), softmax, then the V-weighted sum (each V row
+    // widened once). scores: [group, n_ctx].
+    std::vector<float> kbuf(d), vbuf(d), acc(static_cast<size_t>(group) * d), scores;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / c.n_kv_heads;
       const int32_t kvh = static_cast<int32_t>(task % c.n_kv_heads);
       const int32_t s = b.seq[t];
       const int32_t n_ctx = b.pos[t] + 1;
       HERD_CHECK((n_ctx + c.block_size - 1) / c.block_size <= b.block_table_lens[s]);
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      std::fill(m.begin(), m.end(), -INFINITY);
-      std::fill(l.begin(), l.end(), 0.0f);
+      scores.resize(static_cast<size_t>(group) * n_ctx);
       const float* qg = q + (t * n_heads + static_cast<int64_t>(kvh) * group) * d;
-      for (int32_t p = 0; p < n_ctx; ++p) {
-        const int32_t block = b.block_tables[s][p / c.block_size];
-        const int64_t slot = static_cast<int64_t>(block) * c.block_size + p % c.block_size;
-        const size_t off = static_cast<size_t>((slot * c.n_kv_heads + kvh) * d) * elem;
-        LoadRow(static_cast<const uint8_t*>(c.k) + off, c.type, d, kbuf.data());
-        LoadRow(static_cast<const uint8_t*>(c.v) + off, c.type, d, vbuf.data());
-        for (int32_t g = 0; g < group; ++g) {
-          const float score = Dot(qg + g * d, kbuf.data(), d) * scale;
-          float* a = acc.data() + g * d;
-          if (score > m[g]) {
-            const float corr = std::exp(m[g] - score);
-            l[g] = l[g] * corr + 1.0f;
-            m[g] = score;
-            for (int32_t i = 0; i < d; ++i) a[i] = a[i] * corr + vbuf[i];
-          } else {
-            const float e = std::exp(score - m[g]);
-            l[g] += e;
-            for (int32_t i = 0; i < d; ++i) a[i] += e * vbuf[i];
-          }
+      const size_t head_off = static_cast<size_t>(kvh) * d * elem;
+      auto for_each_position = [&](const void* base, auto&& fn) {
+        for (int32_t p0 = 0; p0 < n_ctx; p0 += c.block_size) {
+          const int32_t block = b.block_tables[s][p0 / c.block_size];
+          const uint8_t* blk = static_cast<const uint8_t*>(base) +
+                               static_cast<size_t>(block) * c.block_size * slot_stride + head_off;
+          const int32_t n = std::min(c.block_size, n_ctx - p0);
+          for (int32_t i = 0; i < n; ++i) fn(p0 + i, blk + static_cast<size_t>(i) * slot_stride);
         }
+      };
+      for_each_position(c.k, [&](int32_t p, const uint8_t* row) {
+        LoadRow(row, c.type, d, kbuf.data());
+        for (int32_t g = 0; g < group; ++g) scores[static_cast<size_t>(g) * n_ctx + p] = Dot(qg + g * d, kbuf.data(), d) * scale;
+      });
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::vector<float> inv_sum(static_cast<size_t>(group));
+      for (int32_t g = 0; g < group; ++g) {
+        float* sg = scores.data() + static_cast<size_t>(g) * n_ctx;
+        float m = -INFINITY;
+        for (int32_t p = 0; p < n_ctx; ++p) m = std::max(m, sg[p]);
+        float sum = 0;
+        for (int32_t p = 0; p < n_ctx; ++p) {
+          sg[p] = std::exp(sg[p] - m);
+          sum += sg[p];
+        }
+        inv_sum[static_cast<size_t>(g)] = 1.0f / sum;
       }
+      for_each_position(c.v, [&](int32_t p, const uint8_t* row) {
+        LoadRow(row, c.type, d, vbuf.data());
+        for (int32_t g = 0; g < group; ++g) {
+          const float w = scores[static_cast<size_t>(g) * n_ctx + p];
+          float* a = acc.data() + static_cast<size_t>(g) * d;
+#pragma omp simd
+          for (int32_t i = 0; i < d; ++i) a[i] += w * vbuf[i];
+        }
+      });
       for (int32_t g = 0; g < group; ++g) {
         float* o = out + (t * n_heads + static_cast<int64_t>(kvh) * group + g) * d;
-        const float inv = 1.0f / l[g];
-        for (int32_t i = 0; i < d; ++i) o[i] = acc[g * d + i] * inv;
+        const float inv = inv_sum[static_cast<size_t>(g)];
+        for (int32_t i = 0; i < d; ++i) o[i] = acc[static_cast<size_t>(g) * d + i] * inv;
       }
     }
   });
