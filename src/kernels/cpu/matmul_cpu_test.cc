@@ -98,7 +98,7 @@ TEST_P(MatMulCpuTest, MatchesReference) {
   const bool k_quant = bs == 256;
   std::vector<int64_t> n_ins;
   if (bs == 1) {
-    n_ins = {1, 3, 29, 64, 100};
+    n_ins = {1, 3, 29, 64, 100, 1500};  // 1500: a full widened slice (1024) + a partial one
   } else if (k_quant) {
     n_ins = {256, 768, 4352};  // 17 super-blocks: two column slices of the packed path
   } else {
@@ -131,14 +131,15 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatMulCpuTest, ::testing::ValuesIn(kWeightTyp
 // Large enough that the pool splits rows and the L2 row blocking kicks in.
 TEST(MatMulCpu, LargeShapesMatchReference) {
   ThreadPool pool(2);
-  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kQ8_0, DType::kF16}) {
-    Problem p = Make(type, 1030, 2048, 9, 77);
-    for (cpu::Isa isa : AvailableIsas()) {
-      std::vector<float> y(p.n_tok * p.n_out);
-      cpu::MatMulIsa(isa, p.view(), p.x.data(), p.n_tok, y.data(), pool);
-      ExpectClose(p, y, std::string(DTypeName(type)) + " large " + cpu::IsaName(isa));
+  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kBF16})
+    for (int64_t n_tok : {9, 20}) {  // decode-style and prompt-style paths
+      Problem p = Make(type, 1030, 2048, n_tok, 77);
+      for (cpu::Isa isa : AvailableIsas()) {
+        std::vector<float> y(p.n_tok * p.n_out);
+        cpu::MatMulIsa(isa, p.view(), p.x.data(), p.n_tok, y.data(), pool);
+        ExpectClose(p, y, std::string(DTypeName(type)) + " large " + cpu::IsaName(isa));
+      }
     }
-  }
 }
 
 TEST(MatMulCpu, QuantizedActivationsAreReusableAcrossCompatibleTypes) {
