@@ -49,7 +49,6 @@ struct V {
   static HERD_INLINE F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static HERD_INLINE F Set1(float v) { return _mm256_set1_ps(v); }
   static HERD_INLINE F LoadF(const float* p) { return _mm256_loadu_ps(p); }
-  static HERD_INLINE void StoreF(float* p, F v) { _mm256_storeu_ps(p, v); }
   static HERD_INLINE F ZeroF() { return _mm256_setzero_ps(); }
   static HERD_INLINE float HSum(F v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -65,22 +64,12 @@ struct F32Dec {
 };
 struct F16Dec {
   static constexpr size_t kElemBytes = 2;
-  static float Scalar(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return Fp16ToFp32(h);
-  }
   static HERD_INLINE __m256 Load(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
 };
 struct BF16Dec {
   static constexpr size_t kElemBytes = 2;
-  static float Scalar(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return Bf16ToFp32(h);
-  }
   static HERD_INLINE __m256 Load(const uint8_t* p) {
     const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
@@ -97,20 +86,8 @@ template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 3, 2, 2, 3>(a, r0, r1);
 }
-// F16/BF16 with many tokens: slices widened to f32 once per row block (RunRowsFloatPacked).
-constexpr int kFloatPackMinTok = 16;
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  if constexpr (D::kElemBytes == 2) {
-    if (a.n_tok >= kFloatPackMinTok) {
-      RunRowsFloatPacked<V, F32Dec, 3, 4>(a, r0, r1, 2, [](const uint8_t* src, int64_t n, float* dst) {
-        int64_t k = 0;
-        for (; k + V::FL <= n; k += V::FL) V::StoreF(dst + k, D::Load(src + 2 * k));
-        for (; k < n; ++k) dst[k] = D::Scalar(src + 2 * k);
-      });
-      return;
-    }
-  }
   RunRows<FloatW<V, D>, 3, 4, 4>(a, r0, r1);
 }
 

@@ -61,7 +61,6 @@ struct V {
   static HERD_INLINE F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static HERD_INLINE F Set1(float v) { return _mm512_set1_ps(v); }
   static HERD_INLINE F LoadF(const float* p) { return _mm512_loadu_ps(p); }
-  static HERD_INLINE void StoreF(float* p, F v) { _mm512_storeu_ps(p, v); }
   static HERD_INLINE F ZeroF() { return _mm512_setzero_ps(); }
   // (The maskz_ forms below avoid GCC 12's -Wuninitialized false positives in the plain ones.)
   static HERD_INLINE float HSum(F v) {
@@ -87,22 +86,12 @@ struct F32Dec {
 };
 struct F16Dec {
   static constexpr size_t kElemBytes = 2;
-  static float Scalar(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return Fp16ToFp32(h);
-  }
   static HERD_INLINE __m512 Load(const uint8_t* p) {
     return _mm512_maskz_cvtph_ps(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
 };
 struct BF16Dec {
   static constexpr size_t kElemBytes = 2;
-  static float Scalar(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return Bf16ToFp32(h);
-  }
   static HERD_INLINE __m512 Load(const uint8_t* p) {
     const __m512i v = _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, v, 16));
@@ -141,20 +130,8 @@ template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, 4, 3, LSimdPacker<T>>(a, r0, r1);
 }
-// F16/BF16 with many tokens: slices widened to f32 once per row block (RunRowsFloatPacked).
-constexpr int kFloatPackMinTok = 16;
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  if constexpr (D::kElemBytes == 2) {
-    if (a.n_tok >= kFloatPackMinTok) {
-      RunRowsFloatPacked<V, F32Dec, 4, 6>(a, r0, r1, 2, [](const uint8_t* src, int64_t n, float* dst) {
-        int64_t k = 0;
-        for (; k + V::FL <= n; k += V::FL) V::StoreF(dst + k, D::Load(src + 2 * k));
-        for (; k < n; ++k) dst[k] = D::Scalar(src + 2 * k);
-      });
-      return;
-    }
-  }
   RunRows<FloatW<V, D>, 4, 6, 8>(a, r0, r1);
 }
 

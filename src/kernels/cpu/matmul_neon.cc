@@ -45,7 +45,6 @@ struct V {
   static HERD_INLINE F Mul(F a, F b) { return vmulq_f32(a, b); }
   static HERD_INLINE F Set1(float v) { return vdupq_n_f32(v); }
   static HERD_INLINE F LoadF(const float* p) { return vld1q_f32(p); }
-  static HERD_INLINE void StoreF(float* p, F v) { vst1q_f32(p, v); }
   static HERD_INLINE F ZeroF() { return vdupq_n_f32(0); }
   static HERD_INLINE float HSum(F v) { return vaddvq_f32(v); }
 };
@@ -56,22 +55,12 @@ struct F32Dec {
 };
 struct F16Dec {
   static constexpr size_t kElemBytes = 2;
-  static float Scalar(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return Fp16ToFp32(h);
-  }
   static HERD_INLINE float32x4_t Load(const uint8_t* p) {
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
   }
 };
 struct BF16Dec {
   static constexpr size_t kElemBytes = 2;
-  static float Scalar(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return Bf16ToFp32(h);
-  }
   static HERD_INLINE float32x4_t Load(const uint8_t* p) {
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)), 16));
   }
@@ -87,20 +76,8 @@ template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 4, 2, 2, 3>(a, r0, r1);
 }
-// F16/BF16 with many tokens: slices widened to f32 once per row block (RunRowsFloatPacked).
-constexpr int kFloatPackMinTok = 16;
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  if constexpr (D::kElemBytes == 2) {
-    if (a.n_tok >= kFloatPackMinTok) {
-      RunRowsFloatPacked<V, F32Dec, 4, 4>(a, r0, r1, 2, [](const uint8_t* src, int64_t n, float* dst) {
-        int64_t k = 0;
-        for (; k + V::FL <= n; k += V::FL) V::StoreF(dst + k, D::Load(src + 2 * k));
-        for (; k < n; ++k) dst[k] = D::Scalar(src + 2 * k);
-      });
-      return;
-    }
-  }
   RunRows<FloatW<V, D>, 4, 4, 4>(a, r0, r1);
 }
 

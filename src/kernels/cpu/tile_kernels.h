@@ -472,35 +472,6 @@ void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
-// Float weights for many tokens: column slices of kFloatSlice elements of each row block are
-// widened to f32 once into scratch (F16/BF16: no per-token conversion in the inner loop) and
-// the R x C tiles run over them, accumulating slice by slice.
-inline constexpr int64_t kFloatSlice = 1024;
-// F32Dec: the V set's f32 loader; widen(src, n, dst) converts n stored elements to floats.
-template <class V, class F32Dec, int R, int C, class Widen>
-void RunRowsFloatPacked(const KernelArgs& a, int64_t r0, int64_t r1, size_t elem_bytes, Widen widen) {
-  const int64_t rb_rows = std::max<int64_t>(R, ((512 << 10) / (kFloatSlice * 4)) / R * R);
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < static_cast<size_t>(rb_rows * kFloatSlice)) scratch.resize(rb_rows * kFloatSlice);
-  for (int64_t k0 = 0; k0 < a.n_in; k0 += kFloatSlice) {
-    const int64_t ks = std::min(kFloatSlice, a.n_in - k0);
-    KernelArgs b = a;
-    b.n_in = ks;
-    b.act = a.act + k0 * 4;
-    b.w = reinterpret_cast<const uint8_t*>(scratch.data());
-    b.w_stride = static_cast<size_t>(ks) * 4;
-    b.accumulate = k0 > 0;
-    for (int64_t rb = r0; rb < r1; rb += rb_rows) {
-      const int64_t re = std::min(r1, rb + rb_rows);
-      for (int64_t r = rb; r < re; ++r)
-        widen(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride + k0 * elem_bytes, ks,
-              scratch.data() + (r - rb) * ks);
-      b.w_row0 = rb;
-      RunBlockRowsOuter<FloatW<V, F32Dec>, R, C>(b, rb, re);
-    }
-  }
-}
-
 // The whole kernel for a quantized type: weights decoded in place (DirectK, R x C tiles, R1
 // rows for single tokens) for natural activations; packed spans (PR x PC tiles) for
 // interleaved ones. The driver interleaves from KernelSet::pack_min_tok tokens on.
