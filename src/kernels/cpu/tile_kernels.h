@@ -418,6 +418,13 @@ HERD_INLINE void PackSpanL(const uint8_t* p, int nb, IPacked* o) {
   InterleaveCodes(dec.q, o->q);
 }
 
+// Per-thread scratch for packed row blocks, shared by every type of this kernel set.
+inline IPacked* PackScratch(size_t n) {
+  thread_local std::vector<IPacked> scratch;
+  if (scratch.size() < n) scratch.resize(n);
+  return scratch.data();
+}
+
 // Packs one weight row (any quantized type) into spans of IPacked.
 template <DType T, bool kUnsignedQ8>
 struct PortablePacker {
@@ -449,11 +456,9 @@ void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
   const size_t row_bytes = static_cast<size_t>(slice) * sizeof(IPacked);
   const int64_t fit = static_cast<int64_t>((512u << 10) / row_bytes);
   const int64_t rb_rows = std::max<int64_t>(R, fit / R * R);
-  thread_local std::vector<IPacked> scratch;
-  const size_t need = static_cast<size_t>(rb_rows * slice);
-  if (scratch.size() < need) scratch.resize(need);
+  IPacked* scratch = PackScratch(static_cast<size_t>(rb_rows * slice));
   KernelArgs b = a;
-  b.w = reinterpret_cast<const uint8_t*>(scratch.data());
+  b.w = reinterpret_cast<const uint8_t*>(scratch);
   b.w_stride = row_bytes;
   for (int64_t u = 0; u < units; u += slice) {
     const int64_t ue = std::min(units, u + slice);
@@ -465,7 +470,7 @@ void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
       const int64_t re = std::min(r1, rb + rb_rows);
       for (int64_t r = rb; r < re; ++r)
         Packer::PackRow(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, a.n_in, u, ue,
-                        scratch.data() + (r - rb) * slice);
+                        scratch + (r - rb) * slice);
       b.w_row0 = rb;
       RunBlockRowsOuter<IQuant<V, kSigned>, R, C>(b, rb, re);
     }
