@@ -113,6 +113,67 @@ struct Q6KDec {
   }
 };
 
+// Q2_K (kThree = false) and Q3_K: 2-bit codes, element 128n + 32j + l = (qs[32n + l] >> 2j) & 3
+// (+ 4 * bit 4n + j of hmask[l] for Q3_K); 16 groups of 16 with their own scales.
+// Chunk k: n = k / 2, j = 2 (k & 1) for its first 32 elements and j + 1 for the next 32.
+template <bool kThree>
+struct Q23KDec {
+  static constexpr size_t kBytes = kThree ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K);
+  static constexpr size_t kQsOff = kThree ? 32 : 16;
+  const uint8_t* p_;
+  __m512i sc;  // int16 lanes 0..15: group scales (Q3_K: already minus 32)
+  __m512 c;
+  float d_;
+
+  HERD_INLINE void Begin(const uint8_t* p) {
+    p_ = p;
+    __m128i s8;
+    if constexpr (kThree) {
+      d_ = HalfAt(p + 108);
+      uint32_t aux[3], a[4];
+      std::memcpy(aux, p + 96, 12);
+      a[0] = (aux[0] & 0x0f0f0f0f) | (((aux[2] >> 0) & 0x03030303) << 4);
+      a[1] = (aux[1] & 0x0f0f0f0f) | (((aux[2] >> 2) & 0x03030303) << 4);
+      a[2] = ((aux[0] >> 4) & 0x0f0f0f0f) | (((aux[2] >> 4) & 0x03030303) << 4);
+      a[3] = ((aux[1] >> 4) & 0x0f0f0f0f) | (((aux[2] >> 6) & 0x03030303) << 4);
+      s8 = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)), _mm_set1_epi8(32));
+      sc = _mm512_zextsi256_si512(_mm256_cvtepi8_epi16(s8));
+      c = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)), _mm512_set1_ps(4.f * d_));
+    } else {
+      d_ = HalfAt(p + 80);
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      s8 = _mm_and_si128(raw, _mm_set1_epi8(0x0F));
+      sc = _mm512_zextsi256_si512(_mm256_cvtepu8_epi16(s8));
+      const __m128i m8 = _mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F));
+      c = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(m8)), _mm512_set1_ps(HalfAt(p + 82)));
+    }
+  }
+  HERD_INLINE __m512i Codes(int k) const {
+    const int n = k >> 1, j0 = 2 * (k & 1);
+    const __m512i v =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p_ + kQsOff + 32 * n)));
+    __m512i z = j0 ? _mm512_srli_epi16(v, 2 * j0) : v;
+    z = _mm512_and_si512(_mm512_mask_srli_epi16(z, 0xFFFF0000u, z, 2), _mm512_set1_epi8(3));
+    if constexpr (kThree) {
+      const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p_)));
+      const __m512i bit =
+          _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (4 * n + j0))),
+                                 _mm512_set1_epi8(static_cast<char>(1 << (4 * n + j0 + 1))));
+      z = _mm512_mask_add_epi8(z, _mm512_test_epi8_mask(h, bit), z, _mm512_set1_epi8(4));
+    }
+    return z;
+  }
+  HERD_INLINE __m512i Scales(int k) const {
+    return _mm512_permutexvar_epi16(
+        _mm512_add_epi16(_mm512_load_si512(kGroupIdx), _mm512_set1_epi16(static_cast<int16_t>(4 * k))), sc);
+  }
+  HERD_INLINE float d() const { return d_; }
+  HERD_INLINE __m512 C(int) const { return c; }
+  HERD_INLINE __m512 A() const {
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc))), _mm512_set1_ps(d_));
+  }
+};
+
 // Legacy 32-blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) over a span of 8 blocks; partial spans
 // (row tails) go through the portable decoder.
 template <DType T>

@@ -111,6 +111,14 @@ struct KDecFor<DType::kQ5_K> {
   using Type = Q45KDec<true>;
 };
 template <>
+struct KDecFor<DType::kQ2_K> {
+  using Type = Q23KDec<false>;
+};
+template <>
+struct KDecFor<DType::kQ3_K> {
+  using Type = Q23KDec<true>;
+};
+template <>
 struct KDecFor<DType::kQ6_K> {
   using Type = Q6KDec;
 };
