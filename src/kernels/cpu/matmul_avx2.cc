@@ -58,6 +58,14 @@ struct V {
   }
 };
 
+}  // namespace
+}  // namespace herd::cpu::internal::avx2
+
+#include "kernels/cpu/decode_avx2.h"
+
+namespace herd::cpu::internal::avx2 {
+namespace {
+
 struct F32Dec {
   static constexpr size_t kElemBytes = 4;
   static HERD_INLINE __m256 Load(const uint8_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
@@ -84,7 +92,7 @@ void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
 }
 template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
-  QuantKernel<V, T, LQuant<V, PortableLDec<V, T>>, 2, 3, 2, 2, 3>(a, r0, r1);
+  QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 2, 3, 2, 2, 3>(a, r0, r1);
 }
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
