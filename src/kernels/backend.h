@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "kernels/attention.h"
 #include "kernels/ops.h"
@@ -40,6 +41,11 @@ class Backend {
                        float* out) = 0;
   // y: [n_tok, w.rows] = x: [n_tok, w.cols] · wᵀ
   virtual void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) = 0;
+  // ys[i]: [n_tok, ws[i].rows] = x · ws[i]ᵀ for several weights sharing one input (Q/K/V,
+  // gate/up). Backends may convert x once for all of them. Default: one MatMul each.
+  virtual void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
+    for (size_t i = 0; i < ws.size(); ++i) MatMul(ws[i], x, n_tok, ys[i]);
+  }
   virtual void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* positions,
                     const float* inv_freq, int32_t n_rot) = 0;
   virtual void SwiGlu(const float* gate, const float* up, float* out, int64_t n) = 0;

@@ -4,6 +4,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/ops_cpu.h"
 #include "kernels/host_backend.h"
+#include "kernels/cpu/matmul_cpu.h"
 #include "kernels/matmul.h"
 
 namespace herd {
@@ -23,6 +24,18 @@ class CpuBackend final : public HostBackend {
   void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) override {
     cpu::MatMul(w, x, n_tok, y, pool_);
   }
+  // Quantizes x once when every weight uses the same 8-bit activation format.
+  void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
+                    std::span<float* const> ys) override {
+    bool shared = !ws.empty() && Traits(ws[0].type).quantized;
+    for (const TensorView& w : ws) shared = shared && cpu::ActivationsCompatible(ws[0].type, w.type);
+    if (!shared) {
+      Backend::MatMulShared(ws, x, n_tok, ys);
+      return;
+    }
+    cpu::QuantizeActivations(ws[0].type, x, n_tok, ws[0].cols(), &xq_, pool_);
+    for (size_t i = 0; i < ws.size(); ++i) cpu::MatMulQuantized(ws[i], xq_, ys[i], pool_);
+  }
   void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos, const float* inv_freq,
             int32_t n_rot) override {
     cpu::Rope(x, n_tok, n_heads, head_dim, pos, inv_freq, n_rot, pool_);
@@ -41,6 +54,7 @@ class CpuBackend final : public HostBackend {
 
  private:
   ThreadPool pool_;
+  cpu::QuantizedActivations xq_;  // reused across calls
 };
 
 }  // namespace

@@ -222,9 +222,9 @@ class LlamaModel final : public Model {
     for (int32_t il = 0; il < c.n_layer; ++il) {
       const LayerWeights& l = layers_[static_cast<size_t>(il)];
       be.RmsNorm(ws_.x, l.attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
-      be.MatMul(l.wq, ws_.h, T, ws_.q);
-      be.MatMul(l.wk, ws_.h, T, ws_.k);
-      be.MatMul(l.wv, ws_.h, T, ws_.v);
+      const TensorView qkv[] = {l.wq, l.wk, l.wv};
+      float* const qkv_out[] = {ws_.q, ws_.k, ws_.v};
+      be.MatMulShared(qkv, ws_.h, T, qkv_out);
       be.Rope(ws_.q, T, c.n_head, c.head_dim, ws_.pos, inv_freq_, c.n_rot);
       be.Rope(ws_.k, T, c.n_head_kv, c.head_dim, ws_.pos, inv_freq_, c.n_rot);
       be.StoreKv(kv[static_cast<size_t>(il)], ab, ws_.k, ws_.v);
@@ -232,8 +232,9 @@ class LlamaModel final : public Model {
       be.MatMul(l.wo, ws_.attn, T, ws_.h);
       be.Add(ws_.x, ws_.h, T * c.n_embd);
       be.RmsNorm(ws_.x, l.ffn_norm, c.rms_eps, T, c.n_embd, ws_.h);
-      be.MatMul(l.w_gate, ws_.h, T, ws_.gate);
-      be.MatMul(l.w_up, ws_.h, T, ws_.up);
+      const TensorView gate_up[] = {l.w_gate, l.w_up};
+      float* const gate_up_out[] = {ws_.gate, ws_.up};
+      be.MatMulShared(gate_up, ws_.h, T, gate_up_out);
       be.SwiGlu(ws_.gate, ws_.up, ws_.gate, T * c.n_ff);
       be.MatMul(l.w_down, ws_.gate, T, ws_.h);
       be.Add(ws_.x, ws_.h, T * c.n_embd);
