@@ -1,13 +1,17 @@
+#include "kernels/cpu/ops_cpu.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "base/check.h"
 #include "base/fp16.h"
-#include "kernels/cpu/ops_cpu.h"
 
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>
+
+#include "kernels/cpu/attention_avx2.h"
+#define HERD_ATTENTION_AVX2 1
 #endif
 
 namespace herd::cpu {
@@ -36,6 +40,41 @@ inline float Dot(const float* a, const float* b, int32_t n) {
   for (int32_t i = 0; i < n; ++i) acc += a[i] * b[i];
   return acc;
 }
+
+#if HERD_ATTENTION_AVX2
+template <int G>
+void RunAvx2(const float* q, int32_t d, const uint16_t* const* krows, const uint16_t* const* vrows, int32_t n,
+             float scale, float* scores, float* out) {
+  avx2::Scores<G>(q, d, krows, n, scale, scores, n);
+  float inv[G];
+  for (int g = 0; g < G; ++g) {
+    float* sg = scores + g * n;
+    float m = -INFINITY;
+    for (int32_t p = 0; p < n; ++p) m = std::max(m, sg[p]);
+    inv[g] = 1.0f / avx2::ExpInPlace(sg, n, m);
+  }
+  avx2::WeightedSum<G>(scores, n, vrows, n, d, out);
+  for (int g = 0; g < G; ++g) {
+    for (int32_t i = 0; i < d; ++i) out[g * d + i] *= inv[g];
+  }
+}
+
+// Softmax(q·Kᵀ·scale)·V for the `group` query heads sharing one kv head. q, out: [group, d].
+void RunAvx2Group(int32_t group, const float* q, int32_t d, const uint16_t* const* krows, const uint16_t* const* vrows,
+                  int32_t n, float scale, float* scores, float* out) {
+  switch (group) {
+    case 1: return RunAvx2<1>(q, d, krows, vrows, n, scale, scores, out);
+    case 2: return RunAvx2<2>(q, d, krows, vrows, n, scale, scores, out);
+    case 3: return RunAvx2<3>(q, d, krows, vrows, n, scale, scores, out);
+    case 4: return RunAvx2<4>(q, d, krows, vrows, n, scale, scores, out);
+    case 5: return RunAvx2<5>(q, d, krows, vrows, n, scale, scores, out);
+    case 6: return RunAvx2<6>(q, d, krows, vrows, n, scale, scores, out);
+    case 7: return RunAvx2<7>(q, d, krows, vrows, n, scale, scores, out);
+    case 8: return RunAvx2<8>(q, d, krows, vrows, n, scale, scores, out);
+  }
+  HERD_CHECK_MSG(false, "group %d", group);
+}
+#endif
 
 }  // namespace
 
@@ -133,11 +172,15 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   const size_t elem = c.type == DType::kF16 ? 2 : 4;
   const size_t slot_stride = static_cast<size_t>(c.n_kv_heads) * d * elem;  // bytes between positions
   const int64_t n_tasks = b.n_tokens * c.n_kv_heads;
+#if HERD_ATTENTION_AVX2
+  const bool fast = c.type == DType::kF16 && d % 8 == 0 && group <= 8;
+#endif
   pool.ParallelFor(n_tasks, 1, [&](int64_t begin, int64_t end) {
     // Two passes per (token, kv head): scores of all positions for the query heads sharing
     // the kv head (each K row widened once), softmax, then the V-weighted sum (each V row
     // widened once). scores: [group, n_ctx].
     std::vector<float> kbuf(d), vbuf(d), acc(static_cast<size_t>(group) * d), scores;
+    std::vector<const uint16_t*> krows, vrows;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / c.n_kv_heads;
       const int32_t kvh = static_cast<int32_t>(task % c.n_kv_heads);
@@ -147,18 +190,36 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
       scores.resize(static_cast<size_t>(group) * n_ctx);
       const float* qg = q + (t * n_heads + static_cast<int64_t>(kvh) * group) * d;
       const size_t head_off = static_cast<size_t>(kvh) * d * elem;
+      float* og = out + (t * n_heads + static_cast<int64_t>(kvh) * group) * d;
+#if HERD_ATTENTION_AVX2
+      if (fast) {
+        // Row pointers of this sequence's positions for this kv head, then the vector kernels.
+        krows.resize(static_cast<size_t>(n_ctx));
+        vrows.resize(static_cast<size_t>(n_ctx));
+        for (int32_t p = 0; p < n_ctx; ++p) {
+          const int64_t slot =
+              static_cast<int64_t>(b.block_tables[s][p / c.block_size]) * c.block_size + p % c.block_size;
+          const size_t off = static_cast<size_t>(slot) * slot_stride + head_off;
+          krows[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(c.k) + off);
+          vrows[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(c.v) + off);
+        }
+        RunAvx2Group(group, qg, d, krows.data(), vrows.data(), n_ctx, scale, scores.data(), og);
+        continue;
+      }
+#endif
       auto for_each_position = [&](const void* base, auto&& fn) {
         for (int32_t p0 = 0; p0 < n_ctx; p0 += c.block_size) {
           const int32_t block = b.block_tables[s][p0 / c.block_size];
-          const uint8_t* blk = static_cast<const uint8_t*>(base) +
-                               static_cast<size_t>(block) * c.block_size * slot_stride + head_off;
+          const uint8_t* blk =
+              static_cast<const uint8_t*>(base) + static_cast<size_t>(block) * c.block_size * slot_stride + head_off;
           const int32_t n = std::min(c.block_size, n_ctx - p0);
           for (int32_t i = 0; i < n; ++i) fn(p0 + i, blk + static_cast<size_t>(i) * slot_stride);
         }
       };
       for_each_position(c.k, [&](int32_t p, const uint8_t* row) {
         LoadRow(row, c.type, d, kbuf.data());
-        for (int32_t g = 0; g < group; ++g) scores[static_cast<size_t>(g) * n_ctx + p] = Dot(qg + g * d, kbuf.data(), d) * scale;
+        for (int32_t g = 0; g < group; ++g)
+          scores[static_cast<size_t>(g) * n_ctx + p] = Dot(qg + g * d, kbuf.data(), d) * scale;
       });
       std::fill(acc.begin(), acc.end(), 0.0f);
       std::vector<float> inv_sum(static_cast<size_t>(group));

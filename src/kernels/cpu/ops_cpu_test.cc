@@ -80,61 +80,63 @@ TEST(OpsCpuTest, PagedAttentionMatchesReference) {
   for (DType type : {DType::kF16, DType::kF32}) {
     for (int32_t head_dim : {8, 64, 72}) {
       for (int32_t block_size : {1, 16}) {
-        const int32_t n_kv = 2, n_heads = 6, n_blocks = 64;
-        KvLayerView c;
-        c.type = type;
-        c.n_blocks = n_blocks;
-        c.block_size = block_size;
-        c.n_kv_heads = n_kv;
-        c.head_dim = head_dim;
-        const size_t elems = static_cast<size_t>(n_blocks) * block_size * n_kv * head_dim;
-        const size_t esz = type == DType::kF16 ? 2 : 4;
-        std::vector<uint8_t> k1(elems * esz), v1(elems * esz), k2(elems * esz), v2(elems * esz);
-        // Sequence 0 has 23 tokens, sequence 1 has 5; the batch holds the last 4 of seq 0 and
-        // all of seq 1 (as in a step mixing a prefill chunk and a new request).
-        std::vector<std::vector<int32_t>> tables(2);
-        for (int32_t b = 0; b < (23 + block_size - 1) / block_size; ++b) tables[0].push_back(n_blocks - 1 - 2 * b);
-        for (int32_t b = 0; b < (5 + block_size - 1) / block_size; ++b) tables[1].push_back(2 * b);
-        const int32_t* ptrs[2] = {tables[0].data(), tables[1].data()};
-        const int32_t lens[2] = {static_cast<int32_t>(tables[0].size()), static_cast<int32_t>(tables[1].size())};
-        // First store seq 0's first 19 tokens.
-        std::vector<int32_t> pos0, seq0;
-        for (int32_t p = 0; p < 19; ++p) {
-          pos0.push_back(p);
-          seq0.push_back(0);
+        for (int32_t n_heads : {2, 6, 8, 16}) {  // GQA groups 1, 3, 4, 8
+          const int32_t n_kv = 2, n_blocks = 64;
+          KvLayerView c;
+          c.type = type;
+          c.n_blocks = n_blocks;
+          c.block_size = block_size;
+          c.n_kv_heads = n_kv;
+          c.head_dim = head_dim;
+          const size_t elems = static_cast<size_t>(n_blocks) * block_size * n_kv * head_dim;
+          const size_t esz = type == DType::kF16 ? 2 : 4;
+          std::vector<uint8_t> k1(elems * esz), v1(elems * esz), k2(elems * esz), v2(elems * esz);
+          // Sequence 0 has 23 tokens, sequence 1 has 5; the batch holds the last 4 of seq 0 and
+          // all of seq 1 (as in a step mixing a prefill chunk and a new request).
+          std::vector<std::vector<int32_t>> tables(2);
+          for (int32_t b = 0; b < (23 + block_size - 1) / block_size; ++b) tables[0].push_back(n_blocks - 1 - 2 * b);
+          for (int32_t b = 0; b < (5 + block_size - 1) / block_size; ++b) tables[1].push_back(2 * b);
+          const int32_t* ptrs[2] = {tables[0].data(), tables[1].data()};
+          const int32_t lens[2] = {static_cast<int32_t>(tables[0].size()), static_cast<int32_t>(tables[1].size())};
+          // First store seq 0's first 19 tokens.
+          std::vector<int32_t> pos0, seq0;
+          for (int32_t p = 0; p < 19; ++p) {
+            pos0.push_back(p);
+            seq0.push_back(0);
+          }
+          const auto kp = Random(19 * n_kv * head_dim, 6), vp = Random(19 * n_kv * head_dim, 7);
+          AttentionBatch pre{19, pos0.data(), seq0.data(), ptrs, lens};
+          c.k = k1.data();
+          c.v = v1.data();
+          ref::StoreKv(c, pre, kp.data(), vp.data());
+          KvLayerView c2 = c;
+          c2.k = k2.data();
+          c2.v = v2.data();
+          cpu::StoreKv(c2, pre, kp.data(), vp.data());
+          ASSERT_EQ(k1, k2);
+          ASSERT_EQ(v1, v2);
+          std::vector<int32_t> pos, seq;
+          for (int32_t p = 19; p < 23; ++p) {
+            pos.push_back(p);
+            seq.push_back(0);
+          }
+          for (int32_t p = 0; p < 5; ++p) {
+            pos.push_back(p);
+            seq.push_back(1);
+          }
+          const int64_t T = static_cast<int64_t>(pos.size());
+          AttentionBatch batch{T, pos.data(), seq.data(), ptrs, lens};
+          const auto k = Random(T * n_kv * head_dim, 8), v = Random(T * n_kv * head_dim, 9);
+          const auto q = Random(T * n_heads * head_dim, 10, 2.0f);
+          ref::StoreKv(c, batch, k.data(), v.data());
+          cpu::StoreKv(c2, batch, k.data(), v.data());
+          ASSERT_EQ(k1, k2);
+          std::vector<float> a(static_cast<size_t>(T * n_heads * head_dim)), b(a.size());
+          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+          ref::PagedAttention(c, batch, q.data(), n_heads, scale, a.data());
+          cpu::PagedAttention(c2, batch, q.data(), n_heads, scale, b.data(), pool);
+          ExpectClose(a, b, 2e-5f);
         }
-        const auto kp = Random(19 * n_kv * head_dim, 6), vp = Random(19 * n_kv * head_dim, 7);
-        AttentionBatch pre{19, pos0.data(), seq0.data(), ptrs, lens};
-        c.k = k1.data();
-        c.v = v1.data();
-        ref::StoreKv(c, pre, kp.data(), vp.data());
-        KvLayerView c2 = c;
-        c2.k = k2.data();
-        c2.v = v2.data();
-        cpu::StoreKv(c2, pre, kp.data(), vp.data());
-        ASSERT_EQ(k1, k2);
-        ASSERT_EQ(v1, v2);
-        std::vector<int32_t> pos, seq;
-        for (int32_t p = 19; p < 23; ++p) {
-          pos.push_back(p);
-          seq.push_back(0);
-        }
-        for (int32_t p = 0; p < 5; ++p) {
-          pos.push_back(p);
-          seq.push_back(1);
-        }
-        const int64_t T = static_cast<int64_t>(pos.size());
-        AttentionBatch batch{T, pos.data(), seq.data(), ptrs, lens};
-        const auto k = Random(T * n_kv * head_dim, 8), v = Random(T * n_kv * head_dim, 9);
-        const auto q = Random(T * n_heads * head_dim, 10, 2.0f);
-        ref::StoreKv(c, batch, k.data(), v.data());
-        cpu::StoreKv(c2, batch, k.data(), v.data());
-        ASSERT_EQ(k1, k2);
-        std::vector<float> a(static_cast<size_t>(T * n_heads * head_dim)), b(a.size());
-        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        ref::PagedAttention(c, batch, q.data(), n_heads, scale, a.data());
-        cpu::PagedAttention(c2, batch, q.data(), n_heads, scale, b.data(), pool);
-        ExpectClose(a, b, 2e-5f);
       }
     }
   }
