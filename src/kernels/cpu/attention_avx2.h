@@ -16,10 +16,10 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// e^x for x <= 0 (inputs below -87 give ~0): 2^(x log2 e) split into 2^n · 2^f, f in
+// e^x for x in [-87, 88] (clamped outside): 2^(x log2 e) split into 2^n · 2^f, f in
 // [-0.5, 0.5], 2^f by its degree-6 Taylor series (relative error < 2e-7).
 inline __m256 Exp(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
   const __m256 t = _mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f));
   const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 f = _mm256_mul_ps(_mm256_sub_ps(t, n), _mm256_set1_ps(0.693147180559945309f));

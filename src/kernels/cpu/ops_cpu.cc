@@ -129,7 +129,16 @@ void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int3
 
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPool& pool) {
   auto body = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
+    int64_t i = begin;
+#if HERD_ATTENTION_AVX2
+    const __m256 one = _mm256_set1_ps(1.0f);
+    for (; i + 8 <= end; i += 8) {
+      const __m256 g = _mm256_loadu_ps(gate + i);
+      const __m256 e = avx2::Exp(_mm256_sub_ps(_mm256_setzero_ps(), g));
+      _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+    }
+#endif
+    for (; i < end; ++i) {
       const float g = gate[i];
       out[i] = g / (1.0f + std::exp(-g)) * up[i];
     }

@@ -66,7 +66,10 @@ TEST(OpsCpuTest, RopeMatchesReference) {
 TEST(OpsCpuTest, SwiGluMatchesReference) {
   ThreadPool pool(2);
   for (int64_t n : {1, 13, 70000}) {
-    const auto g = Random(n, 4, 3.0f), u = Random(n, 5);
+    auto g = Random(n, 4, 3.0f);
+    const auto u = Random(n, 5);
+    const float extremes[] = {100.f, -100.f, 88.5f, -88.5f, 0.f, 1e-8f, -30.f, 30.f};
+    for (int64_t i = 0; i < n && i < 8; ++i) g[i] = extremes[i];
     std::vector<float> a(n), b(n);
     ref::SwiGlu(g.data(), u.data(), a.data(), n);
     cpu::SwiGlu(g.data(), u.data(), b.data(), n, pool);
