@@ -272,6 +272,18 @@ struct FloatW {
 };
 
 // ---- Row-range drivers. ----
+// Tile<R, rem> for a token remainder rem in [1, CMax].
+template <class K, int R, int CMax>
+HERD_INLINE void TailTile(const KernelArgs& a, int64_t r, int64_t t, int rem) {
+  if constexpr (CMax >= 1) {
+    if (rem == CMax) {
+      K::template Tile<R, CMax>(a, r, t);
+    } else {
+      TailTile<K, R, CMax - 1>(a, r, t, rem);
+    }
+  }
+}
+
 // Rows [rb, re) against every token: C-token tiles of R rows, then the row and token tails.
 template <class K, int R, int C, int R1>
 HERD_INLINE void RunBlock(const KernelArgs& a, int64_t rb, int64_t re) {
@@ -281,7 +293,12 @@ HERD_INLINE void RunBlock(const KernelArgs& a, int64_t rb, int64_t re) {
     for (; r + R <= re; r += R) K::template Tile<R, C>(a, r, t);
     for (; r < re; ++r) K::template Tile<1, C>(a, r, t);
   }
-  for (; t < a.n_tok; ++t) {
+  const int rem = static_cast<int>(a.n_tok - t);
+  if (rem >= 2) {  // a last, narrower token tile (not rem passes of single tokens)
+    int64_t r = rb;
+    for (; r + R <= re; r += R) TailTile<K, R, C - 1>(a, r, t, rem);
+    for (; r < re; ++r) TailTile<K, 1, C - 1>(a, r, t, rem);
+  } else if (rem == 1) {
     int64_t r = rb;
     for (; r + R1 <= re; r += R1) K::template Tile<R1, 1>(a, r, t);
     for (; r < re; ++r) K::template Tile<1, 1>(a, r, t);
@@ -291,16 +308,16 @@ HERD_INLINE void RunBlock(const KernelArgs& a, int64_t rb, int64_t re) {
 // As RunBlock with the loops swapped: an R-row tile stays in L1 while every token passes.
 template <class K, int R, int C>
 HERD_INLINE void RunBlockRowsOuter(const KernelArgs& a, int64_t rb, int64_t re) {
+  const int64_t full = a.n_tok / C * C;
+  const int rem = static_cast<int>(a.n_tok - full);
   int64_t r = rb;
   for (; r + R <= re; r += R) {
-    int64_t t = 0;
-    for (; t + C <= a.n_tok; t += C) K::template Tile<R, C>(a, r, t);
-    for (; t < a.n_tok; ++t) K::template Tile<R, 1>(a, r, t);
+    for (int64_t t = 0; t < full; t += C) K::template Tile<R, C>(a, r, t);
+    if (rem > 0) TailTile<K, R, C - 1>(a, r, full, rem);
   }
   for (; r < re; ++r) {
-    int64_t t = 0;
-    for (; t + C <= a.n_tok; t += C) K::template Tile<1, C>(a, r, t);
-    for (; t < a.n_tok; ++t) K::template Tile<1, 1>(a, r, t);
+    for (int64_t t = 0; t < full; t += C) K::template Tile<1, C>(a, r, t);
+    if (rem > 0) TailTile<K, 1, C - 1>(a, r, full, rem);
   }
 }
 
