@@ -12,9 +12,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/act_quant.h"
@@ -144,18 +146,46 @@ TEST(MatMulCpu, LargeShapesMatchReference) {
 
 TEST(MatMulCpu, QuantizedActivationsAreReusableAcrossCompatibleTypes) {
   ThreadPool pool(2);
-  Problem a = Make(DType::kQ4_K, 33, 512, 4, 5);
-  Problem b = Make(DType::kQ6_K, 20, 512, 4, 5);  // same seed: same x
-  ASSERT_EQ(a.x, b.x);
   ASSERT_TRUE(cpu::ActivationsCompatible(DType::kQ4_K, DType::kQ6_K));
+  ASSERT_TRUE(cpu::ActivationsCompatible(DType::kQ4_0, DType::kQ8_0));
   ASSERT_FALSE(cpu::ActivationsCompatible(DType::kQ4_K, DType::kQ4_0));
-  cpu::QuantizedActivations xq;
-  cpu::QuantizeActivations(DType::kQ4_K, a.x.data(), 4, 512, &xq, pool);
-  std::vector<float> ya(4 * 33), yb(4 * 20);
-  cpu::MatMulQuantized(a.view(), xq, ya.data(), pool);
-  cpu::MatMulQuantized(b.view(), xq, yb.data(), pool);
-  ExpectClose(a, ya, "reuse Q4_K");
-  ExpectClose(b, yb, "reuse Q6_K");
+  ASSERT_FALSE(cpu::ActivationsCompatible(DType::kQ4_0, DType::kQ4_1));
+  for (int64_t n_tok : {4, 20}) {  // natural and (from pack_min_tok on) interleaved layouts
+    for (auto [ta, tb] : {std::pair{DType::kQ4_K, DType::kQ6_K}, std::pair{DType::kQ4_0, DType::kQ8_0}}) {
+      Problem a = Make(ta, 33, 512, n_tok, 5);
+      Problem b = Make(tb, 20, 512, n_tok, 5);  // same seed: same x
+      ASSERT_EQ(a.x, b.x);
+      for (cpu::Isa isa : AvailableIsas()) {
+        cpu::QuantizedActivations xq;
+        cpu::QuantizeActivations(ta, a.x.data(), n_tok, 512, &xq, pool, isa);
+        std::vector<float> ya(n_tok * 33), yb(n_tok * 20);
+        cpu::MatMulQuantized(a.view(), xq, ya.data(), pool, isa);
+        cpu::MatMulQuantized(b.view(), xq, yb.data(), pool, isa);
+        const std::string what = std::string(cpu::IsaName(isa)) + " n_tok=" + std::to_string(n_tok) + " ";
+        ExpectClose(a, ya, what + std::string(DTypeName(ta)));
+        ExpectClose(b, yb, what + std::string(DTypeName(tb)));
+      }
+    }
+  }
+}
+
+TEST(MatMulCpu, CpuFeaturesAreConsistent) {
+  const cpu::CpuFeatures& f = cpu::GetCpuFeatures();
+  EXPECT_TRUE(cpu::IsaAvailable(cpu::Isa::kGeneric));
+#if defined(__x86_64__)
+  // This binary is built for x86-64-v3: it would not have got here without AVX2/FMA/F16C.
+  EXPECT_TRUE(f.HasX86V3()) << f.ToString();
+  EXPECT_TRUE(cpu::IsaAvailable(cpu::Isa::kAvx2));
+  EXPECT_EQ(cpu::IsaAvailable(cpu::Isa::kAvx512), f.HasAvx512Vnni());
+  EXPECT_FALSE(cpu::IsaAvailable(cpu::Isa::kNeon));
+  EXPECT_NE(f.ToString().find("avx2"), std::string::npos);
+  // AVX-512 flags only with the OS-enabled ZMM state, and only as a coherent set on real CPUs.
+  if (f.avx512vnni || f.avx512bf16) {
+    EXPECT_TRUE(f.avx512f);
+  }
+#endif
+  EXPECT_EQ(cpu::BestIsa() == cpu::Isa::kAvx512,
+            cpu::IsaAvailable(cpu::Isa::kAvx512) && std::getenv("HERD_ISA") == nullptr);
 }
 
 TEST(MatMulCpu, ActivationQuantizationMatchesReferenceBlocks) {
