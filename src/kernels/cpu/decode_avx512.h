@@ -246,6 +246,96 @@ struct LegacyDec {
   HERD_INLINE bool full() const { return full_; }
 };
 
+// Q4_0 in place against natural-order activations (the few-token path). The 16 qs bytes of
+// 4 blocks fill one vector q (a load and 3 inserts): q & 15 holds elements 0-15 of each
+// block, q >> 4 elements 16-31; the activations are permuted to match with one vpermt2q per 64
+// bytes, shared by the R rows. Two vpdpbusd per 4 blocks leave 4 int32 lanes per block, so a
+// span of 8 blocks costs 2 int->float conversions and 2 FMAs per (row, token) instead of 4.
+// The -8 offset is the usual correction (c = 8 d per group of 16). Full spans only; a partial
+// last span (n_in % 256 != 0) goes through LQuant.
+struct Q40Direct {
+  static constexpr size_t kB = sizeof(BlockQ4_0);
+  static_assert(kB == 18);
+  // Word indices of the 8 block scales inside [p, p + 128).
+  alignas(64) static constexpr int16_t kDIdx[32] = {0, 9, 18, 27, 36, 45, 54, 63};
+  alignas(64) static constexpr int32_t kQuadIdx[32] = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                                       4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7};
+
+  template <int R, int C>
+  static void Tile(const KernelArgs& a, int64_t r, int64_t t) {
+    const int64_t n_blocks = a.n_in / 32;
+    const int64_t full = n_blocks / 8;
+    const int64_t u1 = a.u1 < 0 ? (n_blocks + 7) / 8 : a.u1;
+    const int64_t ue = std::min(u1, full);
+    ActRow x[C];
+    for (int j = 0; j < C; ++j) x[j] = GetActRow(a, t + j);
+    __m512 acc[R][C];
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < C; ++j) acc[i][j] = _mm512_setzero_ps();
+    const __m512i d_idx = _mm512_load_si512(kDIdx);
+    const __m512i quad0 = _mm512_load_si512(kQuadIdx);
+    const __m512i quad1 = _mm512_load_si512(kQuadIdx + 16);
+    const __m512i lo_idx = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13);
+    const __m512i hi_idx = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const uint8_t* rows[R];
+    for (int i = 0; i < R; ++i) rows[i] = a.w + static_cast<size_t>(r + i - a.w_row0) * a.w_stride;
+    for (int64_t span = a.u0; span < ue; ++span) {
+      __m512 dw[R], c[R];
+      __m512i lo[R][2], hi[R][2];
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        const uint8_t* p = rows[i] + span * 8 * kB;
+        Prefetch<Q40Direct, 8 * kB>(p + R * a.w_stride);
+        const __m512i l0 = _mm512_loadu_si512(p);
+        const __m512i l1 = _mm512_loadu_si512(p + 64);
+        dw[i] =
+            _mm512_zextps256_ps512(_mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(l0, d_idx, l1))));
+        c[i] = _mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), _mm512_mul_ps(dw[i], _mm512_set1_ps(8.f)));
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* q = p + h * 4 * kB;
+          __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2)));
+          z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + kB + 2)), 1);
+          z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 2 * kB + 2)), 2);
+          z = _mm512_inserti32x4(z, _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 3 * kB + 2)), 3);
+          lo[i][h] = _mm512_and_si512(z, m4);
+          hi[i][h] = _mm512_and_si512(_mm512_srli_epi16(z, 4), m4);
+        }
+      }
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const int8_t* xq = x[j].q + span * 256;
+        const __m512 dx = _mm512_zextps256_ps512(_mm256_loadu_ps(x[j].d + span * 8));
+        const float* s = x[j].s + span * 16;
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m512i x0 = _mm512_loadu_si512(xq + 128 * h);
+          const __m512i x1 = _mm512_loadu_si512(xq + 128 * h + 64);
+          const __m512i xl = _mm512_permutex2var_epi64(x0, lo_idx, x1);
+          const __m512i xh = _mm512_permutex2var_epi64(x0, hi_idx, x1);
+#pragma GCC unroll 8
+          for (int i = 0; i < R; ++i) {
+            const __m512i p =
+                _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[i][h], xl), hi[i][h], xh);
+            const __m512 dd = _mm512_permutexvar_ps(h ? quad1 : quad0, _mm512_mul_ps(dw[i], dx));
+            acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dd, acc[i][j]);
+          }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < R; ++i) acc[i][j] = _mm512_fnmadd_ps(c[i], _mm512_loadu_ps(s), acc[i][j]);
+      }
+    }
+    Store<V, R, C>(a, r, t, acc);
+    if (u1 > full) {  // the partial last span
+      KernelArgs b = a;
+      b.u0 = std::max(a.u0, full);
+      b.accumulate = true;
+      LQuant<V, LegacyDec<DType::kQ4_0>>::Tile<R, C>(b, r, t);
+    }
+  }
+};
+
 // Natural-order codes of one span (4 chunks of 64) -> IPacked order: a 4 x 4 transpose of
 // 32-bit units inside each chunk, then a 4 x 4 transpose of 128-bit lanes across chunks.
 HERD_INLINE void InterleaveStore(const __m512i (&z)[4], uint8_t* q) {

@@ -138,6 +138,9 @@ template <DType T>
 void LKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   QuantKernel<V, T, LQuant<V, LegacyDec<T>>, 4, 4, 4, 4, 3, LSimdPacker<T>>(a, r0, r1);
 }
+void Q40Kernel(const KernelArgs& a, int64_t r0, int64_t r1) {
+  QuantKernel<V, DType::kQ4_0, Q40Direct, 4, 4, 4, 4, 3, LSimdPacker<DType::kQ4_0>>(a, r0, r1);
+}
 template <class D>
 void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   RunRows<FloatW<V, D>, 4, 6, 8>(a, r0, r1);
@@ -148,7 +151,7 @@ MatKernel Get(DType type) {
     case DType::kF32: return &FKernel<F32Dec>;
     case DType::kF16: return &FKernel<F16Dec>;
     case DType::kBF16: return &FKernel<BF16Dec>;
-    case DType::kQ4_0: return &LKernel<DType::kQ4_0>;
+    case DType::kQ4_0: return &Q40Kernel;
     case DType::kQ4_1: return &LKernel<DType::kQ4_1>;
     case DType::kQ5_0: return &LKernel<DType::kQ5_0>;
     case DType::kQ5_1: return &LKernel<DType::kQ5_1>;
