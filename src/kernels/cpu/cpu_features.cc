@@ -51,6 +51,7 @@ CpuFeatures Detect() {
     f.avx512fp16 = (d7 >> 23) & 1;
   }
   f.amx_int8 = os_tile && ((d7 >> 25) & 1) && ((d7 >> 24) & 1);
+  f.amx_bf16 = os_tile && ((d7 >> 22) & 1) && ((d7 >> 24) & 1);
   __cpuid_count(7, 1, a, b, c, d);
   f.avx_vnni = (a >> 4) & 1;
   if (os_zmm) f.avx512bf16 = (a >> 5) & 1;
@@ -93,6 +94,7 @@ std::string CpuFeatures::ToString() const {
   add(avx512bf16, "avx512bf16");
   add(avx512fp16, "avx512fp16");
   add(amx_int8, "amx-int8");
+  add(amx_bf16, "amx-bf16");
   add(neon, "neon");
   add(dotprod, "dotprod");
   return s.empty() ? "none" : s;

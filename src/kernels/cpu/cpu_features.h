@@ -21,6 +21,7 @@ struct CpuFeatures {
   bool avx512bf16 = false;
   bool avx512fp16 = false;
   bool amx_int8 = false;  // CPU + OS XCR0 tile state; the per-process permission is separate
+  bool amx_bf16 = false;  // AMX-TILE + AMX-BF16 + OS XCR0 tile state (permission: AmxEnabled())
   // aarch64
   bool neon = false;
   bool dotprod = false;

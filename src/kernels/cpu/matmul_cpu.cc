@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_set.h"
+#include "kernels/cpu/matmul_amx.h"
 #include "kernels/matmul.h"
 
 namespace herd::cpu {
@@ -72,6 +73,13 @@ void Run(Isa isa, const TensorView& w, const uint8_t* act, const ActLayout& layo
   a.n_tok = n_tok;
   a.y = y;
   a.ldy = w.rows();
+  // Many tokens on F16/BF16 weights: AMX tiles when the process may use them (matmul_amx.h).
+  // Only for kAuto, so tests that force a kernel set still run that set.
+  if (isa == Isa::kAuto && layout.format == ActFormat::kF32 && n_tok >= kAmxMinTok &&
+      (w.type == DType::kF16 || w.type == DType::kBF16) && BestIsa() == Isa::kAvx512 && AmxEnabled()) {
+    MatMulAmx(w, reinterpret_cast<const float*>(act), static_cast<int64_t>(layout.stride / 4), n_tok, y, pool);
+    return;
+  }
   const KernelSet* set = SetForType(isa, w.type);
   const MatKernel kernel = set->get(w.type);
   const int grain = set->row_grain;
@@ -168,6 +176,9 @@ void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y, Thread
   MatMulIsa(Isa::kAuto, w, x, n_tok, y, pool);
 }
 
-const char* MatMulIsaName() { return IsaName(BestIsa()); }
+const char* MatMulIsaName() {
+  if (BestIsa() == Isa::kAvx512 && AmxEnabled()) return "avx512-vnni+amx";
+  return IsaName(BestIsa());
+}
 
 }  // namespace herd::cpu
