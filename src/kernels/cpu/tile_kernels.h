@@ -337,7 +337,10 @@ inline constexpr int64_t kSliceUnits = 8;
 // ---- Interleaved path: many tokens. ----
 // A whole span accumulates into NI = 16 / FL int32 vectors per (row, token), lane = group.
 // Per span and (row, token): 256 / W integer dot instructions + 4 * NI float ops.
-template <class V, bool kSigned>
+// kOffset > 0: the type's correction is b = kOffset * a (legacy types without a minimum:
+// Q4_0 8, Q5_0 16, Q8_0 biased to u8 128), folded as a * (dg * isum - kOffset * s_g), one float
+// op fewer per (row, token) and span.
+template <class V, bool kSigned, int kOffset = 0>
 struct IQuant {
   template <int R, int C>
   static void Tile(const KernelArgs& a, int64_t r, int64_t t) {
@@ -395,10 +398,16 @@ struct IQuant {
         for (int j = 0; j < C; ++j) {
           const F dg = V::LoadF(xg[j] + u * 16 + h * V::FL);
           const F sg = V::LoadF(xs[j] + u * 16 + h * V::FL);
+          if constexpr (kOffset > 0) {
+            const F nsg = V::Mul(sg, V::Set1(-static_cast<float>(kOffset)));
 #pragma GCC unroll 8
-          for (int i = 0; i < R; ++i) {
-            acc[i][j] = V::Fma(V::Mul(av[i], V::Cvt(isum[i][j][h])), dg, acc[i][j]);
-            acc[i][j] = V::Fnma(bv[i], sg, acc[i][j]);
+            for (int i = 0; i < R; ++i) acc[i][j] = V::Fma(av[i], V::Fma(V::Cvt(isum[i][j][h]), dg, nsg), acc[i][j]);
+          } else {
+#pragma GCC unroll 8
+            for (int i = 0; i < R; ++i) {
+              acc[i][j] = V::Fma(V::Mul(av[i], V::Cvt(isum[i][j][h])), dg, acc[i][j]);
+              acc[i][j] = V::Fnma(bv[i], sg, acc[i][j]);
+            }
           }
         }
       }
@@ -465,6 +474,7 @@ struct PortablePacker {
 template <class V, DType T, int R, int C, class Packer>
 void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
   constexpr bool kSigned = T == DType::kQ8_0 && !V::kUnsignedQ8;
+  constexpr int kOffset = T == DType::kQ4_0 ? 8 : T == DType::kQ5_0 ? 16 : T == DType::kQ8_0 && !kSigned ? 128 : 0;
   const int64_t units = (a.n_in + 255) / 256;
   // Column slice outermost, then row blocks of ~512 KiB packed: the activation slice of every
   // token (n_tok x 2 KiB) and one packed row block share L2; an R-row tile of the block is
@@ -489,7 +499,7 @@ void RunRowsInterleaved(const KernelArgs& a, int64_t r0, int64_t r1) {
         Packer::PackRow(a.w + static_cast<size_t>(r - a.w_row0) * a.w_stride, a.n_in, u, ue,
                         scratch + (r - rb) * slice);
       b.w_row0 = rb;
-      RunBlockRowsOuter<IQuant<V, kSigned>, R, C>(b, rb, re);
+      RunBlockRowsOuter<IQuant<V, kSigned, kOffset>, R, C>(b, rb, re);
     }
   }
 }
