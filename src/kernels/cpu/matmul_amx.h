@@ -15,8 +15,9 @@
 namespace herd::cpu {
 
 // From this many tokens on the driver (cpu::MatMul, MatMulQuantized with Isa::kAuto) sends
-// F16/BF16 weights to the AMX path when AmxEnabled().
-inline constexpr int64_t kAmxMinTok = 16;
+// F16/BF16 weights to the AMX path when AmxEnabled(). Below ~32 tokens packing the weights costs
+// as much as the tile products and the AVX-512 FMA kernels are as fast (herd_matmul_bench --shape).
+inline constexpr int64_t kAmxMinTok = 32;
 
 // True when this process may use AMX-BF16: cpuid AMX-TILE + AMX-BF16 + AVX512-BF16, XCR0 tile
 // state, arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) granted, and a tile self-test (first run in a
