@@ -216,80 +216,85 @@ void RowBlocks(const TensorView& w, const uint16_t* xhi, const uint16_t* xlo, in
   uint16_t* wlo = whi + kRowBlock * kc_max;
   const int64_t n_pairs = n_tt / 2;
   const bool chunked = n_ks > kChunkSteps;
-  if (chunked) acc_buf.resize(static_cast<size_t>((b1 - b0) * n_pairs * 4 * 256 + 16));
+  // Row blocks go in groups whose accumulators (4 KiB per block and token pair) take ~1 MiB at most
+  const int64_t group = n_pairs >= 256 ? 1 : 256 / n_pairs;
+  if (chunked) acc_buf.resize(static_cast<size_t>(group * n_pairs * 4 * 256 + 16));
   // 64-byte aligned view of the accumulators.
   float* acc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(acc_buf.data()) + 63) & ~uintptr_t{63});
   const bool f16 = w.type == DType::kF16;
   const int64_t n_out = w.rows();
   alignas(64) float c[4][256];
   LoadTileConfig();
-  for (int64_t s0 = 0; s0 < n_ks; s0 += kChunkSteps) {
-    const int64_t s1 = s0 + kChunkSteps < n_ks ? s0 + kChunkSteps : n_ks;
-    const int64_t kc = (s1 - s0) * 32;
-    const int64_t lda = kc * 2;
-    const bool first = s0 == 0, last = s1 == n_ks;
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t r0 = b * kRowBlock;
-      PackWeights(w, r0, s0 * 32, kc, whi, wlo);
-      for (int64_t p = 0; p < n_pairs; ++p) {
-        float* ap = acc + ((b - b0) * n_pairs + p) * 4 * 256;
-        if (first) {
-          _tile_zero(0);
-          _tile_zero(1);
-          _tile_zero(2);
-          _tile_zero(3);
-        } else {
-          _tile_loadd(0, ap, 64);
-          _tile_loadd(1, ap + 256, 64);
-          _tile_loadd(2, ap + 512, 64);
-          _tile_loadd(3, ap + 768, 64);
-        }
-        const uint16_t* bh = xhi + 2 * p * n_ks * kTileElems;
-        const uint16_t* bl = xlo + 2 * p * n_ks * kTileElems;
-        const int64_t next = n_ks * kTileElems;  // token tile 2p + 1
-        for (int64_t s = s0; s < s1; ++s) {
-          const int64_t ko = (s - s0) * 32, xo = s * kTileElems;
-          _tile_loadd(4, whi + ko, lda);
-          _tile_loadd(5, whi + 16 * kc + ko, lda);
-          _tile_loadd(6, bh + xo, 64);
-          _tile_loadd(7, bh + next + xo, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-          _tile_loadd(6, bl + xo, 64);
-          _tile_loadd(7, bl + next + xo, 64);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-          if (f16) {
-            _tile_loadd(4, wlo + ko, lda);
-            _tile_loadd(5, wlo + 16 * kc + ko, lda);
+  for (int64_t g0 = b0; g0 < b1; g0 += group) {
+    const int64_t g1 = g0 + group < b1 ? g0 + group : b1;
+    for (int64_t s0 = 0; s0 < n_ks; s0 += kChunkSteps) {
+      const int64_t s1 = s0 + kChunkSteps < n_ks ? s0 + kChunkSteps : n_ks;
+      const int64_t kc = (s1 - s0) * 32;
+      const int64_t lda = kc * 2;
+      const bool first = s0 == 0, last = s1 == n_ks;
+      for (int64_t b = g0; b < g1; ++b) {
+        const int64_t r0 = b * kRowBlock;
+        PackWeights(w, r0, s0 * 32, kc, whi, wlo);
+        for (int64_t p = 0; p < n_pairs; ++p) {
+          float* ap = acc + ((b - g0) * n_pairs + p) * 4 * 256;
+          if (first) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+          } else {
+            _tile_loadd(0, ap, 64);
+            _tile_loadd(1, ap + 256, 64);
+            _tile_loadd(2, ap + 512, 64);
+            _tile_loadd(3, ap + 768, 64);
+          }
+          const uint16_t* bh = xhi + 2 * p * n_ks * kTileElems;
+          const uint16_t* bl = xlo + 2 * p * n_ks * kTileElems;
+          const int64_t next = n_ks * kTileElems;  // token tile 2p + 1
+          for (int64_t s = s0; s < s1; ++s) {
+            const int64_t ko = (s - s0) * 32, xo = s * kTileElems;
+            _tile_loadd(4, whi + ko, lda);
+            _tile_loadd(5, whi + 16 * kc + ko, lda);
             _tile_loadd(6, bh + xo, 64);
             _tile_loadd(7, bh + next + xo, 64);
             _tile_dpbf16ps(0, 4, 6);
             _tile_dpbf16ps(1, 4, 7);
             _tile_dpbf16ps(2, 5, 6);
             _tile_dpbf16ps(3, 5, 7);
+            _tile_loadd(6, bl + xo, 64);
+            _tile_loadd(7, bl + next + xo, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+            if (f16) {
+              _tile_loadd(4, wlo + ko, lda);
+              _tile_loadd(5, wlo + 16 * kc + ko, lda);
+              _tile_loadd(6, bh + xo, 64);
+              _tile_loadd(7, bh + next + xo, 64);
+              _tile_dpbf16ps(0, 4, 6);
+              _tile_dpbf16ps(1, 4, 7);
+              _tile_dpbf16ps(2, 5, 6);
+              _tile_dpbf16ps(3, 5, 7);
+            }
           }
+          if (!last) {
+            _tile_stored(0, ap, 64);
+            _tile_stored(1, ap + 256, 64);
+            _tile_stored(2, ap + 512, 64);
+            _tile_stored(3, ap + 768, 64);
+            continue;
+          }
+          _tile_stored(0, c[0], 64);
+          _tile_stored(1, c[1], 64);
+          _tile_stored(2, c[2], 64);
+          _tile_stored(3, c[3], 64);
+          const int64_t t0 = p * 32;
+          StoreTransposed(c[0], r0, t0, n_out, n_tok, y, n_out);
+          StoreTransposed(c[1], r0, t0 + 16, n_out, n_tok, y, n_out);
+          StoreTransposed(c[2], r0 + 16, t0, n_out, n_tok, y, n_out);
+          StoreTransposed(c[3], r0 + 16, t0 + 16, n_out, n_tok, y, n_out);
         }
-        if (!last) {
-          _tile_stored(0, ap, 64);
-          _tile_stored(1, ap + 256, 64);
-          _tile_stored(2, ap + 512, 64);
-          _tile_stored(3, ap + 768, 64);
-          continue;
-        }
-        _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        _tile_stored(2, c[2], 64);
-        _tile_stored(3, c[3], 64);
-        const int64_t t0 = p * 32;
-        StoreTransposed(c[0], r0, t0, n_out, n_tok, y, n_out);
-        StoreTransposed(c[1], r0, t0 + 16, n_out, n_tok, y, n_out);
-        StoreTransposed(c[2], r0 + 16, t0, n_out, n_tok, y, n_out);
-        StoreTransposed(c[3], r0 + 16, t0 + 16, n_out, n_tok, y, n_out);
       }
     }
   }
