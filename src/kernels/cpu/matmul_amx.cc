@@ -93,7 +93,11 @@ bool TileSelfTest() {
 
 bool Decide() {
   const char* env = std::getenv("HERD_AMX");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  if (env != nullptr) {
+    for (const char* off : {"0", "off", "false", "no"}) {
+      if (std::strcmp(env, off) == 0) return false;
+    }
+  }
   const CpuFeatures& f = GetCpuFeatures();
   if (!f.amx_bf16 || !f.avx512bf16 || !f.HasAvx512Vnni()) return false;
   const pid_t pid = fork();

@@ -22,7 +22,7 @@ inline constexpr int64_t kAmxMinTok = 32;
 // True when this process may use AMX-BF16: cpuid AMX-TILE + AMX-BF16 + AVX512-BF16, XCR0 tile
 // state, arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) granted, and a tile self-test (first run in a
 // fork()ed child, so a fault there cannot kill this process) produced the exact result.
-// HERD_AMX=0 in the environment turns it off. Decided once per process (the first call forks).
+// HERD_AMX=0 (or off, false, no) in the environment turns it off. Decided once per process (the first call forks).
 bool AmxEnabled();
 
 // y[t * ldy + r] = sum_i w[r, i] * x[t * ldx + i] for t < n_tok, r < w.rows(), ldy = w.rows().
