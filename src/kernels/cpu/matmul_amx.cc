@@ -4,7 +4,8 @@
 // Operand roles: weights are the tile A operand (16 rows × 32 bf16 along K, row-major, so a
 // packed weight block is plain rows), activations the B operand in the VNNI layout (tile row k2
 // holds, for each of 16 tokens, the bf16 pair k = 2·k2, 2·k2 + 1), so C = 16 weight rows × 16
-// tokens and is transposed into y on store. One step: 2 row tiles × 2 token tiles (C in tmm0-3).
+// tokens and is transposed into y on store. One unit: 2 row tiles × 2 token tiles (C in tmm0-3; 1 token tile for an odd
+// last one).
 #include "kernels/cpu/matmul_amx.h"
 
 #include <cstdlib>
@@ -35,7 +36,7 @@ namespace {
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
 constexpr int64_t kRowBlock = 32;    // weight rows per packed block (2 A tiles)
-constexpr int64_t kTokBlock = 32;    // tokens per step (2 B tiles)
+constexpr int64_t kTokBlock = 16;    // tokens per B tile (n_tok is padded to this)
 constexpr int64_t kTileElems = 512;  // bf16 per 1 KiB tile
 
 struct TileConfig {
@@ -204,6 +205,58 @@ struct Scratch {
   ~Scratch() { std::free(p); }
 };
 
+// One unit: weight rows r0..r0+31 (whi/wlo, kc columns) × token tiles 2p and, if kTwo, 2p + 1
+// (bh/bl: tile 2p at step 0; the next tile n_ks · 1 KiB on) over K steps [s0, s1). C tiles
+// 0/1 = rows 0-15 × tiles 2p/2p+1, 2/3 = rows 16-31; start from `in` (4 × 256 floats) or zero,
+// end in `out`.
+template <bool kTwo>
+void TileUnit(const uint16_t* whi, const uint16_t* wlo, int64_t kc, const uint16_t* bh, const uint16_t* bl,
+              int64_t n_ks, int64_t s0, int64_t s1, bool f16, const float* in, float* out) {
+  const int64_t lda = kc * 2, next = n_ks * kTileElems;
+  if (in == nullptr) {
+    _tile_zero(0);
+    _tile_zero(2);
+    if (kTwo) _tile_zero(1);
+    if (kTwo) _tile_zero(3);
+  } else {
+    _tile_loadd(0, in, 64);
+    _tile_loadd(2, in + 512, 64);
+    if (kTwo) _tile_loadd(1, in + 256, 64);
+    if (kTwo) _tile_loadd(3, in + 768, 64);
+  }
+  for (int64_t s = s0; s < s1; ++s) {
+    const int64_t ko = (s - s0) * 32, xo = s * kTileElems;
+    _tile_loadd(4, whi + ko, lda);
+    _tile_loadd(5, whi + 16 * kc + ko, lda);
+    _tile_loadd(6, bh + xo, 64);
+    if (kTwo) _tile_loadd(7, bh + next + xo, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(2, 5, 6);
+    if (kTwo) _tile_dpbf16ps(1, 4, 7);
+    if (kTwo) _tile_dpbf16ps(3, 5, 7);
+    _tile_loadd(6, bl + xo, 64);
+    if (kTwo) _tile_loadd(7, bl + next + xo, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(2, 5, 6);
+    if (kTwo) _tile_dpbf16ps(1, 4, 7);
+    if (kTwo) _tile_dpbf16ps(3, 5, 7);
+    if (f16) {
+      _tile_loadd(4, wlo + ko, lda);
+      _tile_loadd(5, wlo + 16 * kc + ko, lda);
+      _tile_loadd(6, bh + xo, 64);
+      if (kTwo) _tile_loadd(7, bh + next + xo, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_dpbf16ps(2, 5, 6);
+      if (kTwo) _tile_dpbf16ps(1, 4, 7);
+      if (kTwo) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, out, 64);
+  _tile_stored(2, out + 512, 64);
+  if (kTwo) _tile_stored(1, out + 256, 64);
+  if (kTwo) _tile_stored(3, out + 768, 64);
+}
+
 // Weight row blocks [b0, b1) against all tokens. K is walked in chunks of 256..1024 outermost,
 // so one chunk of the packed activations (n_tok · 128 bytes per step) stays in L2 across all row
 // blocks and one packed weight chunk (32 rows, 4 KiB per step) in L1/L2 across all token tiles;
@@ -218,86 +271,45 @@ void RowBlocks(const TensorView& w, const uint16_t* xhi, const uint16_t* xlo, in
   const int64_t kc_max = (n_ks < kChunkSteps ? n_ks : kChunkSteps) * 32;
   uint16_t* whi = scratch.Get(2 * kRowBlock * kc_max);
   uint16_t* wlo = whi + kRowBlock * kc_max;
-  const int64_t n_pairs = n_tt / 2;
+  const int64_t n_units = (n_tt + 1) / 2;  // token tile pairs, the last one maybe single
   const bool chunked = n_ks > kChunkSteps;
   // Row blocks go in groups whose accumulators (4 KiB per block and token pair) take ~1 MiB at most
-  const int64_t group = n_pairs >= 256 ? 1 : 256 / n_pairs;
-  if (chunked) acc_buf.resize(static_cast<size_t>(group * n_pairs * 4 * 256 + 16));
+  const int64_t group = n_units >= 256 ? 1 : 256 / n_units;
+  if (chunked) acc_buf.resize(static_cast<size_t>(group * n_units * 4 * 256 + 16));
   // 64-byte aligned view of the accumulators.
   float* acc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(acc_buf.data()) + 63) & ~uintptr_t{63});
   const bool f16 = w.type == DType::kF16;
   const int64_t n_out = w.rows();
-  alignas(64) float c[4][256];
+  alignas(64) float c[4 * 256];
   LoadTileConfig();
   for (int64_t g0 = b0; g0 < b1; g0 += group) {
     const int64_t g1 = g0 + group < b1 ? g0 + group : b1;
     for (int64_t s0 = 0; s0 < n_ks; s0 += kChunkSteps) {
       const int64_t s1 = s0 + kChunkSteps < n_ks ? s0 + kChunkSteps : n_ks;
       const int64_t kc = (s1 - s0) * 32;
-      const int64_t lda = kc * 2;
       const bool first = s0 == 0, last = s1 == n_ks;
       for (int64_t b = g0; b < g1; ++b) {
         const int64_t r0 = b * kRowBlock;
         PackWeights(w, r0, s0 * 32, kc, whi, wlo);
-        for (int64_t p = 0; p < n_pairs; ++p) {
-          float* ap = acc + ((b - g0) * n_pairs + p) * 4 * 256;
-          if (first) {
-            _tile_zero(0);
-            _tile_zero(1);
-            _tile_zero(2);
-            _tile_zero(3);
-          } else {
-            _tile_loadd(0, ap, 64);
-            _tile_loadd(1, ap + 256, 64);
-            _tile_loadd(2, ap + 512, 64);
-            _tile_loadd(3, ap + 768, 64);
-          }
+        for (int64_t p = 0; p < n_units; ++p) {
+          float* ap = acc + ((b - g0) * n_units + p) * 4 * 256;
+          float* dst = last ? c : ap;
           const uint16_t* bh = xhi + 2 * p * n_ks * kTileElems;
           const uint16_t* bl = xlo + 2 * p * n_ks * kTileElems;
-          const int64_t next = n_ks * kTileElems;  // token tile 2p + 1
-          for (int64_t s = s0; s < s1; ++s) {
-            const int64_t ko = (s - s0) * 32, xo = s * kTileElems;
-            _tile_loadd(4, whi + ko, lda);
-            _tile_loadd(5, whi + 16 * kc + ko, lda);
-            _tile_loadd(6, bh + xo, 64);
-            _tile_loadd(7, bh + next + xo, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-            _tile_loadd(6, bl + xo, 64);
-            _tile_loadd(7, bl + next + xo, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-            if (f16) {
-              _tile_loadd(4, wlo + ko, lda);
-              _tile_loadd(5, wlo + 16 * kc + ko, lda);
-              _tile_loadd(6, bh + xo, 64);
-              _tile_loadd(7, bh + next + xo, 64);
-              _tile_dpbf16ps(0, 4, 6);
-              _tile_dpbf16ps(1, 4, 7);
-              _tile_dpbf16ps(2, 5, 6);
-              _tile_dpbf16ps(3, 5, 7);
-            }
+          const bool two = 2 * p + 1 < n_tt;
+          if (two) {
+            TileUnit<true>(whi, wlo, kc, bh, bl, n_ks, s0, s1, f16, first ? nullptr : ap, dst);
+          } else {
+            TileUnit<false>(whi, wlo, kc, bh, bl, n_ks, s0, s1, f16, first ? nullptr : ap, dst);
           }
-          if (!last) {
-            _tile_stored(0, ap, 64);
-            _tile_stored(1, ap + 256, 64);
-            _tile_stored(2, ap + 512, 64);
-            _tile_stored(3, ap + 768, 64);
-            continue;
-          }
-          _tile_stored(0, c[0], 64);
-          _tile_stored(1, c[1], 64);
-          _tile_stored(2, c[2], 64);
-          _tile_stored(3, c[3], 64);
+          if (!last) continue;
           const int64_t t0 = p * 32;
-          StoreTransposed(c[0], r0, t0, n_out, n_tok, y, n_out);
-          StoreTransposed(c[1], r0, t0 + 16, n_out, n_tok, y, n_out);
-          StoreTransposed(c[2], r0 + 16, t0, n_out, n_tok, y, n_out);
-          StoreTransposed(c[3], r0 + 16, t0 + 16, n_out, n_tok, y, n_out);
+          StoreTransposed(c + 0, r0, t0, n_out, n_tok, y, n_out);
+          StoreTransposed(c + 512, r0 + 16, t0, n_out, n_tok, y, n_out);
+          if (two) {
+            StoreTransposed(c + 256, r0, t0 + 16, n_out, n_tok, y, n_out);
+            StoreTransposed(c + 768, r0 + 16, t0 + 16, n_out, n_tok, y, n_out);
+          }
         }
       }
     }
