@@ -4,8 +4,8 @@
 // Operand roles: weights are the tile A operand (16 rows × 32 bf16 along K, row-major, so a
 // packed weight block is plain rows), activations the B operand in the VNNI layout (tile row k2
 // holds, for each of 16 tokens, the bf16 pair k = 2·k2, 2·k2 + 1), so C = 16 weight rows × 16
-// tokens and is transposed into y on store. One unit: 2 row tiles × 2 token tiles (C in tmm0-3; 1 token tile for an odd
-// last one).
+// tokens and is transposed into y on store. One unit: 2 row tiles × 2 token tiles (C in tmm0-3;
+// an odd last token tile runs alone).
 #include "kernels/cpu/matmul_amx.h"
 
 #include <cstdlib>
