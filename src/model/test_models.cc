@@ -21,7 +21,14 @@ std::string TestModelPath(const std::string& shape, const std::string& file_type
   const char* tmp = std::getenv("TMPDIR");
   const std::filesystem::path dir =
       std::filesystem::path(tmp ? tmp : "/tmp") / ("herd-test-models-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  if (made.empty()) {
+    std::filesystem::create_directories(dir);
+    static const std::string to_remove = dir.string();
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(to_remove, ec);
+    });
+  }
   MakeModelOptions o;
   o.shape = shape;
   o.file_type = file_type;

@@ -6,7 +6,8 @@
 namespace herd::testing {
 
 // Path of a model of `shape` and `file_type` with herd's built-in vocabulary; created on
-// first use under $TMPDIR/herd-test-models-<pid>/. Aborts the test binary if generation fails.
+// first use under $TMPDIR/herd-test-models-<pid>/ (removed at exit). Aborts the test binary if
+// generation fails.
 std::string TestModelPath(const std::string& shape, const std::string& file_type);
 
 }  // namespace herd::testing
