@@ -273,8 +273,8 @@ void RowBlocks(const TensorView& w, const uint16_t* xhi, const uint16_t* xlo, in
   uint16_t* wlo = whi + kRowBlock * kc_max;
   const int64_t n_units = (n_tt + 1) / 2;  // token tile pairs, the last one maybe single
   const bool chunked = n_ks > kChunkSteps;
-  // Row blocks go in groups whose accumulators (4 KiB per block and token pair) take ~1 MiB at most
-  const int64_t group = n_units >= 256 ? 1 : 256 / n_units;
+  // Row blocks go in groups whose accumulators (4 KiB per block and token pair) take ~512 KiB
+  const int64_t group = n_units >= 128 ? 1 : 128 / n_units;
   if (chunked) acc_buf.resize(static_cast<size_t>(group * n_units * 4 * 256 + 16));
   // 64-byte aligned view of the accumulators.
   float* acc = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(acc_buf.data()) + 63) & ~uintptr_t{63});

@@ -80,8 +80,8 @@ TEST_P(MatMulAmxTest, MatchesReference) {
   uint32_t seed = 7;
   for (int64_t n_out : {1, 17, 67}) {
     for (int64_t n_in : {32, 96, 100, 300, 2048}) {
-      // 4096 tokens: accumulators for 2 row blocks of 32 per group, so 67 rows take two groups,
-      // and n_in 300 runs as a K chunk of 256 plus a partial one.
+      // 4096 tokens: accumulators for one row block of 32 per group, so 67 rows take three
+      // groups, and n_in 300 runs as a K chunk of 256 plus a partial one.
       for (int64_t n_tok : {1, 16, 17, 33, 256, 4096}) {
         if (n_in == 2048 && n_tok == 256 && n_out == 67) continue;  // reference cost; 17 rows cover it
         if (n_tok == 4096 && n_in != 300) continue;
