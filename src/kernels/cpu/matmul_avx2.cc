@@ -99,24 +99,25 @@ void FKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   RunRows<FloatW<V, D>, 3, 4, 4>(a, r0, r1);
 }
 
-MatKernel Get(DType type) {
-  switch (type) {
-    case DType::kF32: return &FKernel<F32Dec>;
-    case DType::kF16: return &FKernel<F16Dec>;
-    case DType::kBF16: return &FKernel<BF16Dec>;
-    case DType::kQ4_0: return &LKernel<DType::kQ4_0>;
-    case DType::kQ4_1: return &LKernel<DType::kQ4_1>;
-    case DType::kQ5_0: return &LKernel<DType::kQ5_0>;
-    case DType::kQ5_1: return &LKernel<DType::kQ5_1>;
-    case DType::kQ8_0: return &LKernel<DType::kQ8_0>;
-    case DType::kQ2_K: return &KKernel<DType::kQ2_K>;
-    case DType::kQ3_K: return &KKernel<DType::kQ3_K>;
-    case DType::kQ4_K: return &KKernel<DType::kQ4_K>;
-    case DType::kQ5_K: return &KKernel<DType::kQ5_K>;
-    case DType::kQ6_K: return &KKernel<DType::kQ6_K>;
-    default: return nullptr;
+struct Kernels {
+  using F32D = F32Dec;
+  using F16D = F16Dec;
+  using BF16D = BF16Dec;
+  template <class D>
+  static void F(const KernelArgs& a, int64_t r0, int64_t r1) {
+    FKernel<D>(a, r0, r1);
   }
-}
+  template <DType T>
+  static void L(const KernelArgs& a, int64_t r0, int64_t r1) {
+    LKernel<T>(a, r0, r1);
+  }
+  template <DType T>
+  static void K(const KernelArgs& a, int64_t r0, int64_t r1) {
+    KKernel<T>(a, r0, r1);
+  }
+};
+
+MatKernel Get(DType type) { return KernelTable<Kernels>(type); }
 
 const KernelSet kSet = {"avx2", &Get, 4, 2};
 

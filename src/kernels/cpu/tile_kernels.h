@@ -517,4 +517,27 @@ void QuantKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// The kernel of each weight type, as every kernel set lays it out. Set provides static
+// function templates F<FloatDecoder>, L<legacy DType>, K<K-quant DType> with the MatKernel
+// signature, and the float decoders F32D, F16D, BF16D as member types.
+template <class Set>
+MatKernel KernelTable(DType type) {
+  switch (type) {
+    case DType::kF32: return &Set::template F<typename Set::F32D>;
+    case DType::kF16: return &Set::template F<typename Set::F16D>;
+    case DType::kBF16: return &Set::template F<typename Set::BF16D>;
+    case DType::kQ4_0: return &Set::template L<DType::kQ4_0>;
+    case DType::kQ4_1: return &Set::template L<DType::kQ4_1>;
+    case DType::kQ5_0: return &Set::template L<DType::kQ5_0>;
+    case DType::kQ5_1: return &Set::template L<DType::kQ5_1>;
+    case DType::kQ8_0: return &Set::template L<DType::kQ8_0>;
+    case DType::kQ2_K: return &Set::template K<DType::kQ2_K>;
+    case DType::kQ3_K: return &Set::template K<DType::kQ3_K>;
+    case DType::kQ4_K: return &Set::template K<DType::kQ4_K>;
+    case DType::kQ5_K: return &Set::template K<DType::kQ5_K>;
+    case DType::kQ6_K: return &Set::template K<DType::kQ6_K>;
+    default: return nullptr;
+  }
+}
+
 }  // namespace herd::cpu::internal::HERD_ISA_NS
