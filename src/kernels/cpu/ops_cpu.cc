@@ -2,15 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/quants.h"
+#include "tensor/quant_blocks.h"
 
 #if defined(__F16C__) && defined(__AVX2__)
 #include <immintrin.h>
 
 #include "kernels/cpu/attention_avx2.h"
+#include "kernels/cpu/attention_q8.h"
 #define HERD_ATTENTION_AVX2 1
 #endif
 
@@ -19,6 +24,10 @@ namespace {
 
 // Widens n values (n % 8 == 0 on the fast path) of a cache row into float.
 inline void LoadRow(const void* src, DType type, int32_t n, float* dst) {
+  if (type == DType::kQ8_0) {
+    ref::DequantizeRow(type, src, dst, n);
+    return;
+  }
   if (type == DType::kF32) {
     const float* s = static_cast<const float*>(src);
     for (int32_t i = 0; i < n; ++i) dst[i] = s[i];
@@ -42,10 +51,16 @@ inline float Dot(const float* a, const float* b, int32_t n) {
 }
 
 #if HERD_ATTENTION_AVX2
-template <int G>
-void RunAvx2(const float* q, int32_t d, const uint16_t* const* krows, const uint16_t* const* vrows, int32_t n,
-             float scale, float* scores, float* out) {
-  avx2::Scores<G>(q, d, krows, n, scale, scores, n);
+// Softmax(q·Kᵀ·scale)·V for G query heads sharing one kv head. q, out: [G, d]; Row is uint16_t
+// (f16 cache) or BlockQ8_0 (q8_0 cache); scores and wd: scratch of G · n floats.
+template <int G, typename Row>
+void RunAvx2(const float* q, int32_t d, const Row* const* krows, const Row* const* vrows, int32_t n, float scale,
+             float* scores, float* wd, float* out) {
+  if constexpr (std::is_same_v<Row, BlockQ8_0>) {
+    avx2::ScoresQ8<G>(q, d, krows, n, scale, scores, n);
+  } else {
+    avx2::Scores<G>(q, d, krows, n, scale, scores, n);
+  }
   float inv[G];
   for (int g = 0; g < G; ++g) {
     float* sg = scores + g * n;
@@ -53,26 +68,44 @@ void RunAvx2(const float* q, int32_t d, const uint16_t* const* krows, const uint
     for (int32_t p = 0; p < n; ++p) m = std::max(m, sg[p]);
     inv[g] = 1.0f / avx2::ExpInPlace(sg, n, m);
   }
-  avx2::WeightedSum<G>(scores, n, vrows, n, d, out);
+  if constexpr (std::is_same_v<Row, BlockQ8_0>) {
+    avx2::WeightedSumQ8<G>(scores, n, vrows, n, d, wd, out);
+  } else {
+    avx2::WeightedSum<G>(scores, n, vrows, n, d, out);
+  }
   for (int g = 0; g < G; ++g) {
     for (int32_t i = 0; i < d; ++i) out[g * d + i] *= inv[g];
   }
 }
 
-// Softmax(q·Kᵀ·scale)·V for the `group` query heads sharing one kv head. q, out: [group, d].
-void RunAvx2Group(int32_t group, const float* q, int32_t d, const uint16_t* const* krows, const uint16_t* const* vrows,
-                  int32_t n, float scale, float* scores, float* out) {
+template <typename Row>
+void RunAvx2Group(int32_t group, const float* q, int32_t d, const Row* const* krows, const Row* const* vrows, int32_t n,
+                  float scale, float* scores, float* wd, float* out) {
   switch (group) {
-    case 1: return RunAvx2<1>(q, d, krows, vrows, n, scale, scores, out);
-    case 2: return RunAvx2<2>(q, d, krows, vrows, n, scale, scores, out);
-    case 3: return RunAvx2<3>(q, d, krows, vrows, n, scale, scores, out);
-    case 4: return RunAvx2<4>(q, d, krows, vrows, n, scale, scores, out);
-    case 5: return RunAvx2<5>(q, d, krows, vrows, n, scale, scores, out);
-    case 6: return RunAvx2<6>(q, d, krows, vrows, n, scale, scores, out);
-    case 7: return RunAvx2<7>(q, d, krows, vrows, n, scale, scores, out);
-    case 8: return RunAvx2<8>(q, d, krows, vrows, n, scale, scores, out);
+    case 1: return RunAvx2<1>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 2: return RunAvx2<2>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 3: return RunAvx2<3>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 4: return RunAvx2<4>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 5: return RunAvx2<5>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 6: return RunAvx2<6>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 7: return RunAvx2<7>(q, d, krows, vrows, n, scale, scores, wd, out);
+    case 8: return RunAvx2<8>(q, d, krows, vrows, n, scale, scores, wd, out);
   }
   HERD_CHECK_MSG(false, "group %d", group);
+}
+
+// Row pointers (K and V) of positions [0, n) of one sequence for one kv head, in position order.
+template <typename Row>
+void CollectRows(const KvLayerView& c, const int32_t* table, int32_t n, size_t slot_stride, size_t head_off,
+                 std::vector<const Row*>* krows, std::vector<const Row*>* vrows) {
+  krows->resize(static_cast<size_t>(n));
+  vrows->resize(static_cast<size_t>(n));
+  for (int32_t p = 0; p < n; ++p) {
+    const int64_t slot = static_cast<int64_t>(table[p / c.block_size]) * c.block_size + p % c.block_size;
+    const size_t off = static_cast<size_t>(slot) * slot_stride + head_off;
+    (*krows)[static_cast<size_t>(p)] = reinterpret_cast<const Row*>(static_cast<const uint8_t*>(c.k) + off);
+    (*vrows)[static_cast<size_t>(p)] = reinterpret_cast<const Row*>(static_cast<const uint8_t*>(c.v) + off);
+  }
 }
 #endif
 
@@ -150,7 +183,36 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n, ThreadPoo
   }
 }
 
+// Writes one [n] vector in the cache's type (Q8_0: bit-identical to ref::QuantizeRow).
+inline void StoreVector(const float* x, DType type, int32_t n, void* dst) {
+  switch (type) {
+    case DType::kF32: std::memcpy(dst, x, sizeof(float) * static_cast<size_t>(n)); return;
+    case DType::kF16: {
+      uint16_t* y = static_cast<uint16_t*>(dst);
+      int32_t i = 0;
+#if HERD_ATTENTION_AVX2
+      for (; i + 8 <= n; i += 8) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      }
+#endif
+      for (; i < n; ++i) y[i] = Fp32ToFp16(x[i]);
+      return;
+    }
+    case DType::kQ8_0:
+#if HERD_ATTENTION_AVX2
+      avx2::QuantizeQ8_0(x, n, static_cast<BlockQ8_0*>(dst));
+#else
+      ref::QuantizeRow(type, x, dst, n);
+#endif
+      return;
+    default: HERD_CHECK_MSG(false, "KV cache type %u not supported", static_cast<unsigned>(type));
+  }
+}
+
 void StoreKv(const KvLayerView& c, const AttentionBatch& b, const float* k, const float* v) {
+  HERD_CHECK(c.head_dim % Traits(c.type).block_size == 0);
+  const size_t vec = KvVectorBytes(c.type, c.head_dim);
   const int64_t row = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
   for (int64_t t = 0; t < b.n_tokens; ++t) {
     const int32_t s = b.seq[t];
@@ -158,17 +220,11 @@ void StoreKv(const KvLayerView& c, const AttentionBatch& b, const float* k, cons
     HERD_CHECK(p / c.block_size < b.block_table_lens[s]);
     const int32_t block = b.block_tables[s][p / c.block_size];
     HERD_CHECK(block >= 0 && block < c.n_blocks);
-    const int64_t off = (static_cast<int64_t>(block) * c.block_size + p % c.block_size) * row;
-    if (c.type == DType::kF32) {
-      for (int64_t i = 0; i < row; ++i) {
-        static_cast<float*>(c.k)[off + i] = k[t * row + i];
-        static_cast<float*>(c.v)[off + i] = v[t * row + i];
-      }
-    } else {
-      for (int64_t i = 0; i < row; ++i) {
-        static_cast<uint16_t*>(c.k)[off + i] = Fp32ToFp16(k[t * row + i]);
-        static_cast<uint16_t*>(c.v)[off + i] = Fp32ToFp16(v[t * row + i]);
-      }
+    const size_t slot = static_cast<size_t>(block) * c.block_size + p % c.block_size;
+    for (int32_t h = 0; h < c.n_kv_heads; ++h) {
+      const size_t off = (slot * c.n_kv_heads + h) * vec;
+      StoreVector(k + t * row + h * c.head_dim, c.type, c.head_dim, static_cast<uint8_t*>(c.k) + off);
+      StoreVector(v + t * row + h * c.head_dim, c.type, c.head_dim, static_cast<uint8_t*>(c.v) + off);
     }
   }
 }
@@ -178,18 +234,20 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   HERD_CHECK(n_heads % c.n_kv_heads == 0);
   const int32_t group = n_heads / c.n_kv_heads;
   const int32_t d = c.head_dim;
-  const size_t elem = c.type == DType::kF16 ? 2 : 4;
-  const size_t slot_stride = static_cast<size_t>(c.n_kv_heads) * d * elem;  // bytes between positions
+  HERD_CHECK(d % Traits(c.type).block_size == 0);
+  const size_t vec = KvVectorBytes(c.type, d);
+  const size_t slot_stride = static_cast<size_t>(c.n_kv_heads) * vec;  // bytes between positions
   const int64_t n_tasks = b.n_tokens * c.n_kv_heads;
 #if HERD_ATTENTION_AVX2
-  const bool fast = c.type == DType::kF16 && d % 8 == 0 && group <= 8;
+  const bool fast = ((c.type == DType::kF16 && d % 8 == 0) || c.type == DType::kQ8_0) && group <= 8;
 #endif
   pool.ParallelFor(n_tasks, 1, [&](int64_t begin, int64_t end) {
     // Two passes per (token, kv head): scores of all positions for the query heads sharing
     // the kv head (each K row widened once), softmax, then the V-weighted sum (each V row
     // widened once). scores: [group, n_ctx].
-    std::vector<float> kbuf(d), vbuf(d), acc(static_cast<size_t>(group) * d), scores;
+    std::vector<float> kbuf(d), vbuf(d), acc(static_cast<size_t>(group) * d), scores, wd;
     std::vector<const uint16_t*> krows, vrows;
+    std::vector<const BlockQ8_0*> kq, vq;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / c.n_kv_heads;
       const int32_t kvh = static_cast<int32_t>(task % c.n_kv_heads);
@@ -198,21 +256,18 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
       HERD_CHECK((n_ctx + c.block_size - 1) / c.block_size <= b.block_table_lens[s]);
       scores.resize(static_cast<size_t>(group) * n_ctx);
       const float* qg = q + (t * n_heads + static_cast<int64_t>(kvh) * group) * d;
-      const size_t head_off = static_cast<size_t>(kvh) * d * elem;
+      const size_t head_off = static_cast<size_t>(kvh) * vec;
       float* og = out + (t * n_heads + static_cast<int64_t>(kvh) * group) * d;
 #if HERD_ATTENTION_AVX2
       if (fast) {
-        // Row pointers of this sequence's positions for this kv head, then the vector kernels.
-        krows.resize(static_cast<size_t>(n_ctx));
-        vrows.resize(static_cast<size_t>(n_ctx));
-        for (int32_t p = 0; p < n_ctx; ++p) {
-          const int64_t slot =
-              static_cast<int64_t>(b.block_tables[s][p / c.block_size]) * c.block_size + p % c.block_size;
-          const size_t off = static_cast<size_t>(slot) * slot_stride + head_off;
-          krows[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(c.k) + off);
-          vrows[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(c.v) + off);
+        if (c.type == DType::kQ8_0) {
+          wd.resize(scores.size());
+          CollectRows(c, b.block_tables[s], n_ctx, slot_stride, head_off, &kq, &vq);
+          RunAvx2Group(group, qg, d, kq.data(), vq.data(), n_ctx, scale, scores.data(), wd.data(), og);
+        } else {
+          CollectRows(c, b.block_tables[s], n_ctx, slot_stride, head_off, &krows, &vrows);
+          RunAvx2Group(group, qg, d, krows.data(), vrows.data(), n_ctx, scale, scores.data(), nullptr, og);
         }
-        RunAvx2Group(group, qg, d, krows.data(), vrows.data(), n_ctx, scale, scores.data(), og);
         continue;
       }
 #endif
