@@ -30,6 +30,9 @@ class Backend {
   virtual void Free(void* ptr) = 0;
   virtual void CopyToDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  // Device-to-device copy; dst and src are in this backend's memory and must not overlap.
+  // Ordered with the ops like them (queued on a device backend).
+  virtual void CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void Synchronize() = 0;
   // Makes a weight usable by this backend. CPU: returns the same view (weights stay in the
   // file mapping, never copied). CUDA: uploads once and returns a device view.
@@ -37,8 +40,7 @@ class Backend {
 
   // --- ops (shapes as documented in kernels/ops.h, attention.h, matmul.h) ---
   virtual void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) = 0;
-  virtual void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
-                       float* out) = 0;
+  virtual void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols, float* out) = 0;
   // y: [n_tok, w.rows] = x: [n_tok, w.cols] · wᵀ
   virtual void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) = 0;
   // ys[i]: [n_tok, ws[i].rows] = x · ws[i]ᵀ for several weights sharing one input (Q/K/V,
@@ -51,8 +53,8 @@ class Backend {
   virtual void SwiGlu(const float* gate, const float* up, float* out, int64_t n) = 0;
   virtual void Add(float* x, const float* y, int64_t n) = 0;
   virtual void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v) = 0;
-  virtual void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q,
-                              int32_t n_heads, float scale, float* out) = 0;
+  virtual void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
+                              float scale, float* out) = 0;
   // Copies rows: out[i, :] = x[rows[i], :] for i < n; x, out: [*, n_cols] float.
   virtual void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) = 0;
 };

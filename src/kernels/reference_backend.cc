@@ -50,6 +50,7 @@ void HostBackend::Free(void* ptr) { std::free(ptr); }
 
 void HostBackend::CopyToDevice(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void HostBackend::CopyToHost(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void HostBackend::CopyOnDevice(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 void HostBackend::GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) {
   for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * n_cols, x + rows[i] * n_cols, sizeof(float) * n_cols);

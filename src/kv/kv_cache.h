@@ -1,5 +1,7 @@
 // KV cache storage: per layer, K and V arrays of fixed-size blocks in backend memory.
-//   K, V per layer: [n_blocks, block_size, n_kv_heads, head_dim] of `type` (F16 default, F32)
+//   K, V per layer: [n_blocks, block_size, n_kv_heads, head_dim] of `type`: F16 (default), F32,
+//   or Q8_0 (head_dim / 32 blocks of 34 bytes per vector, head_dim a multiple of 32; 17/32 of
+//   F16's memory). See kernels/attention.h.
 // The pool is sized in blocks (from a byte budget by BlocksForBudget), not per sequence: any
 // mix of short and long sequences shares it. Which sequence owns which block is the
 // BlockAllocator's (and, with the batching engine, the KvCacheManager's) business.
@@ -24,13 +26,15 @@ struct KvCacheConfig {
   int32_t n_blocks = 0;
   DType type = DType::kF16;
 
-  size_t BytesPerBlock() const;  // K and V of all layers
+  size_t BytesPerBlock() const;    // K and V of all layers
+  size_t LayerBlockBytes() const;  // one block of one layer's K (or V)
   static int32_t BlocksForBudget(const KvCacheConfig& shape, size_t budget_bytes);
 };
 
 class KvCache {
  public:
-  // Errors: invalid geometry, unsupported type.
+  // Errors: invalid geometry, unsupported type (F16, F32, Q8_0 are supported), Q8_0 with a
+  // head_dim that is not a multiple of 32.
   static Result<std::unique_ptr<KvCache>> Create(Backend* backend, const KvCacheConfig& config);
   ~KvCache();
   KvCache(const KvCache&) = delete;
@@ -39,6 +43,19 @@ class KvCache {
   const KvCacheConfig& config() const { return config_; }
   std::span<const KvLayerView> layers() const { return layers_; }
   size_t bytes() const { return config_.BytesPerBlock() * static_cast<size_t>(config_.n_blocks); }
+
+  // Bytes of one block across all layers, K and V (= config().BytesPerBlock()): the size of the
+  // host buffer of ReadBlock / WriteBlock. Its layout: for layer 0..n_layer-1, that layer's K
+  // block then its V block, each config().LayerBlockBytes() contiguous bytes in the cache's own
+  // element layout ([block_size, n_kv_heads, head_dim] of `type`).
+  size_t BlockBytes() const { return config_.BytesPerBlock(); }
+  // Copies block src to block dst in every layer, K and V, on the device (copy-on-write of a
+  // shared partial block). Ordered after the ops queued before it. src == dst is a no-op.
+  void CopyBlock(int32_t src, int32_t dst);
+  // Waits for queued work, then copies block `block` into host[BlockBytes()].
+  void ReadBlock(int32_t block, void* host) const;
+  // Overwrites block `block` from host[BlockBytes()]; the host buffer may be reused on return.
+  void WriteBlock(int32_t block, const void* host);
 
  private:
   KvCache(Backend* backend, const KvCacheConfig& config) : backend_(backend), config_(config) {}
