@@ -1,4 +1,4 @@
-// herd bench-model -m MODEL -p 512 -n 128 [-t THREADS] [-r REPS] [--json]
+// herd bench-model -m MODEL -p 512 -n 128 [-t THREADS] [-r REPS] [--kv-type f16|f32|q8_0] [--json]
 //
 // Measures like llama-bench: prompt processing (pp) = one forward pass over p tokens from an
 // empty context (chunked by --batch); text generation (tg) = n single-token decode steps from
@@ -26,6 +26,7 @@ struct BenchOptions {
   int reps = 3;
   int batch = 512;
   bool json = false;
+  std::string kv_type = "f16";
 };
 
 struct Stats {
@@ -49,7 +50,7 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 }
 
 void RunBench(const BenchOptions& o) {
-  LoadedModel lm = LoadModelOrFail(o.model, o.threads, o.prompt + o.gen + 16);
+  LoadedModel lm = LoadModelOrFail(o.model, o.threads, o.prompt + o.gen + 16, KvTypeFromName(o.kv_type));
   Model& model = *lm.model;
   const int32_t n_vocab = model.config().n_vocab;
   std::vector<int32_t> prompt;
@@ -85,15 +86,19 @@ void RunBench(const BenchOptions& o) {
   }
   const Stats p = Summarize(pp), g = Summarize(tg);
   const double gb = static_cast<double>(lm.file->file_size()) / 1e9;
+  const std::string kv_name(DTypeName(lm.cache->config().type));
+  const char* kv = kv_name.c_str();
   if (o.json) {
     std::printf(
         "{\"model\": \"%s\", \"file_gb\": %.4f, \"isa\": \"%s\", \"threads\": %d, \"reps\": %d, "
-        "\"prompt\": %d, \"gen\": %d, \"pp_tok_s\": %.3f, \"pp_sd\": %.3f, \"tg_tok_s\": %.3f, \"tg_sd\": %.3f}\n",
-        o.model.c_str(), gb, cpu::MatMulIsaName(), lm.threads, o.reps, o.prompt, o.gen, p.mean, p.sd, g.mean, g.sd);
+        "\"kv_type\": \"%s\", \"prompt\": %d, \"gen\": %d, \"pp_tok_s\": %.3f, \"pp_sd\": %.3f, "
+        "\"tg_tok_s\": %.3f, \"tg_sd\": %.3f}\n",
+        o.model.c_str(), gb, cpu::MatMulIsaName(), lm.threads, o.reps, kv, o.prompt, o.gen, p.mean, p.sd, g.mean, g.sd);
     return;
   }
   std::printf("model: %s (%.3f GB) %s\n", o.model.c_str(), gb, model.config().Describe().c_str());
-  std::printf("backend: cpu, kernels %s, %d threads, %d reps\n", cpu::MatMulIsaName(), lm.threads, o.reps);
+  std::printf("backend: cpu, kernels %s, %d threads, %d reps, kv cache %s\n", cpu::MatMulIsaName(), lm.threads, o.reps,
+              kv);
   std::printf("| test | tokens/s |\n|---|---|\n");
   if (o.prompt > 0) std::printf("| pp%d | %.2f ± %.2f |\n", o.prompt, p.mean, p.sd);
   if (o.gen > 0) std::printf("| tg%d | %.2f ± %.2f |\n", o.gen, g.mean, g.sd);
@@ -110,6 +115,7 @@ void AddBenchModelCommand(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all cores)");
   cmd->add_option("-r,--reps", o->reps, "Repetitions")->capture_default_str();
   cmd->add_option("-b,--batch", o->batch, "Most tokens per forward pass")->capture_default_str();
+  AddKvTypeOption(cmd, &o->kv_type);
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->callback([o] { RunBench(*o); });
 }

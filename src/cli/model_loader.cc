@@ -1,5 +1,6 @@
 #include "cli/model_loader.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 
@@ -9,7 +10,21 @@
 
 namespace herd::cli {
 
-LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx) {
+void AddKvTypeOption(CLI::App* cmd, std::string* kv_type) {
+  cmd->add_option("--kv-type", *kv_type, "KV cache type: f16, f32 or q8_0 (8-bit, half of f16's memory)")
+      ->check(CLI::IsMember({"f16", "f32", "q8_0"}, CLI::ignore_case))
+      ->capture_default_str();
+}
+
+DType KvTypeFromName(const std::string& name) {
+  const std::optional<DType> t = DTypeFromName(name);
+  if (!t || (*t != DType::kF16 && *t != DType::kF32 && *t != DType::kQ8_0)) {
+    Fail("--kv-type " + name + ": use f16, f32 or q8_0");
+  }
+  return *t;
+}
+
+LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type) {
   LoadedModel lm;
   auto file = GgufFile::Open(path);
   if (!file.ok()) Fail(file.status().message());
@@ -20,11 +35,11 @@ LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx)
   if (!model.ok()) Fail(model.status().message());
   lm.model = std::move(model).value();
   const ModelConfig& c = lm.model->config();
-  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, DType::kF16};
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, kv_type};
   const int32_t ctx = std::min(std::max(n_ctx, 16), c.n_ctx_train);
   kc.n_blocks = (ctx + kc.block_size - 1) / kc.block_size;
   auto cache = KvCache::Create(lm.backend.get(), kc);
-  if (!cache.ok()) Fail(cache.status().message());
+  if (!cache.ok()) Fail(path + ": " + cache.status().message());
   lm.cache = std::move(cache).value();
   return lm;
 }

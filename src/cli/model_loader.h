@@ -10,6 +10,10 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
+namespace CLI {
+class App;
+}
+
 namespace herd::cli {
 
 struct LoadedModel {
@@ -20,7 +24,13 @@ struct LoadedModel {
   int threads = 0;
 };
 
-LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx);
+// kv_type: the KV cache element type (F16, F32 or Q8_0; see KvCacheConfig).
+LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type = DType::kF16);
+
+// The --kv-type option (f16 | f32 | q8_0, default f16) on `cmd`, stored in *kv_type.
+void AddKvTypeOption(CLI::App* cmd, std::string* kv_type);
+// DType of a validated --kv-type value.
+DType KvTypeFromName(const std::string& name);
 
 // The demo model (tiny shape, built-in vocabulary), created once under the data directory
 // ($HERD_DATA_DIR, else $XDG_DATA_HOME/herd, else ~/.local/share/herd). Returns its path.
