@@ -1,0 +1,128 @@
+// Engine: the in-process API the server calls. Turns many concurrent requests into batched
+// forward passes (continuous batching, chunked prefill, automatic prefix caching, preemption).
+//
+//   auto engine = Engine::Create(model, cache, tokenizer, options);
+//   engine->Start();                                   // the loop runs on its own thread
+//   auto stream = engine->Submit(request);             // Result<shared_ptr<RequestStream>>
+//   while (stream->Next(&event)) ...                   // tokens, text deltas, finish + usage
+//   engine->Cancel(stream->id());                      // at any moment; blocks freed before the next step
+//
+// Submit and Cancel are thread-safe and never wait for a step. Each step: apply submissions
+// and cancellations, expire pins, Scheduler::Schedule, ModelRunner::Execute, then sample,
+// detokenize, match stop strings and push events for every sequence that produced logits.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/scheduler.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_cache_manager.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace herd {
+
+struct EngineOptions {
+  SchedulerConfig scheduler;
+  int32_t n_ctx = 0;  // longest sequence; 0: the model's training context
+  bool prefix_caching = true;
+  std::string cache_key;  // identity of the model file: prefix hashes and persisted caches depend on it
+  int32_t max_n = 16;     // most choices per request
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t prompt_tokens_computed = 0;  // tokens that went through a forward pass as prefill
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t requests_finished = 0;
+  PrefixCacheStats prefix;
+  int32_t running = 0, waiting = 0;
+  int32_t free_blocks = 0, total_blocks = 0, pinned_blocks = 0;
+};
+
+struct RequestState;
+
+class Engine {
+ public:
+  // `tokenizer` may be null: events then carry token ids only and stop strings are refused.
+  // Model, cache and tokenizer must outlive the engine.
+  static Result<std::unique_ptr<Engine>> Create(Model* model, KvCache* cache, const Tokenizer* tokenizer,
+                                                const EngineOptions& options);
+  ~Engine();  // stops the loop; unfinished requests end with kCancelled
+
+  void Start();
+  void Stop();
+
+  // Validates and queues a request. Errors: InvalidArgument (empty prompt, token ids out of
+  // range, bad sampling parameters, a request that cannot fit the KV pool), OutOfRange (prompt +
+  // max_tokens exceed the context and truncation was not asked for), ResourceExhausted (the
+  // waiting queue is full: "overloaded").
+  Result<std::shared_ptr<RequestStream>> Submit(GenerationRequest request);
+  // Ends the request with kCancelled before the next step; unknown or finished ids are ignored.
+  void Cancel(RequestId id);
+
+  // Runs one step on the calling thread (tests; do not mix with Start). Returns false when
+  // there was nothing to run.
+  bool Step();
+  // Whether any request is queued or running.
+  bool Busy() const;
+
+  EngineStats stats() const;
+  const KvCacheManager& kv() const { return kv_; }
+  KvCacheManager& mutable_kv() { return kv_; }
+  int32_t n_ctx() const { return n_ctx_; }
+  // Aborts if block bookkeeping is inconsistent (tests call it after every step).
+  void CheckInvariants() const;
+
+ private:
+  Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const EngineOptions& options, int32_t n_ctx);
+  void Loop();
+  void ApplyInbox();
+  void Admit(std::unique_ptr<RequestState> request);
+  void FinishRequest(RequestState* r, FinishReason reason, const Status& error);
+  void AfterForward(const SchedulerStep& step, StepOutput& out);
+  void ForkChoices(Sequence* parent);
+  void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now);
+  void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now);
+  std::unique_ptr<Sequence> MakeSequence(RequestState* r, int32_t index, uint64_t seed);
+
+  Model* model_;
+  KvCache* cache_;
+  const Tokenizer* tokenizer_;
+  EngineOptions options_;
+  int32_t n_ctx_;
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+
+  // Engine-thread state.
+  std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
+  SeqId next_seq_ = 1;
+  uint64_t next_arrival_ = 0;
+  EngineStats stats_;
+
+  // Shared with submitters.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<RequestState>> inbox_;
+  std::vector<RequestId> cancels_;
+  EngineStats published_;
+  std::atomic<RequestId> next_request_{1};
+  std::atomic<int32_t> queued_{0};  // submitted, not yet finished
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace herd

@@ -1,0 +1,196 @@
+// Engine: per-sequence work after a forward pass — sampling, n > 1 forks, detokenization,
+// stop strings, events and finishing.
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+#include "engine/engine.h"
+#include "engine/request_state.h"
+
+namespace herd {
+
+std::unique_ptr<Sequence> Engine::MakeSequence(RequestState* r, int32_t index, uint64_t seed) {
+  auto s = std::make_unique<Sequence>();
+  s->id = next_seq_++;
+  s->request = r;
+  s->index = index;
+  s->priority = r->request.priority;
+  s->tokens = r->request.prompt;
+  s->n_prompt = static_cast<int32_t>(r->request.prompt.size());
+  s->max_tokens = r->request.max_tokens;
+  SamplingParams params = r->request.sampling;
+  params.seed = seed;
+  auto sampler = Sampler::Create(params, model_->config().n_vocab);
+  HERD_CHECK(sampler.ok());  // validated by Submit
+  s->sampler.emplace(std::move(*sampler));
+  s->sampler->Accept(s->tokens);
+  if (tokenizer_ != nullptr) {
+    DecodeOptions opts;
+    opts.strip_leading_space = false;  // the output continues the prompt
+    s->detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer_, opts);
+  }
+  s->stop = std::make_unique<StopMatcher>(r->request.stop);
+  return s;
+}
+
+void Engine::Admit(std::unique_ptr<RequestState> r) {
+  RequestState* raw = r.get();
+  const uint64_t arrival = next_arrival_++;
+  auto first = MakeSequence(raw, 0, raw->request.sampling.seed);
+  first->arrival = arrival;
+  raw->pinned.assign(raw->request.pins.size(), false);
+  raw->choices.push_back(std::move(first));
+  requests_.emplace(raw->id, std::move(r));
+  if (raw->request.max_tokens == 0) {
+    FinishRequest(raw, FinishReason::kLength, Status::Ok());
+    return;
+  }
+  scheduler_.AddWaiting(raw->choices[0].get());
+}
+
+void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& error) {
+  const auto now = EngineClock::now();
+  for (auto& s : r->choices) {
+    if (s->status == SequenceStatus::kFinished) continue;
+    scheduler_.Remove(s.get());
+    EngineEvent ev;
+    ev.kind = EngineEvent::Kind::kFinished;
+    ev.index = s->index;
+    ev.time = now;
+    ev.finish = reason;
+    ev.error = error;
+    ev.usage = {s->n_prompt, r->choices[0]->n_cached, s->n_generated()};
+    r->timings.finished = now;
+    ev.timings = r->timings;
+    r->stream->Push(std::move(ev));
+  }
+  // Choices not forked yet never ran: report them too so a client sees n finish events.
+  for (int32_t i = static_cast<int32_t>(r->choices.size()); i < r->request.n; ++i) {
+    EngineEvent ev;
+    ev.kind = EngineEvent::Kind::kFinished;
+    ev.index = i;
+    ev.time = now;
+    ev.finish = reason;
+    ev.error = error;
+    ev.usage = {static_cast<int32_t>(r->request.prompt.size()), 0, 0};
+    ev.timings = r->timings;
+    r->stream->Push(std::move(ev));
+  }
+  r->stream->Close();
+  ++stats_.requests_finished;
+  queued_.fetch_sub(1);
+  requests_.erase(r->id);
+}
+
+void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now) {
+  RequestState* r = seq->request;
+  scheduler_.Remove(seq);
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kFinished;
+  ev.index = seq->index;
+  ev.time = now;
+  ev.finish = reason;
+  ev.text = std::move(text);
+  ev.stop_string = seq->stop->matched_string();
+  ev.usage = {seq->n_prompt, r->choices[0]->n_cached, seq->n_generated()};
+  r->timings.finished = now;
+  ev.timings = r->timings;
+  r->stream->Push(std::move(ev));
+  if (++r->n_finished == r->request.n) {
+    r->stream->Close();
+    ++stats_.requests_finished;
+    queued_.fetch_sub(1);
+    requests_.erase(r->id);  // destroys the sequences
+  }
+}
+
+void Engine::ForkChoices(Sequence* parent) {
+  RequestState* r = parent->request;
+  r->forked = true;
+  const uint64_t base_seed = parent->sampler->seed();
+  for (int32_t i = 1; i < r->request.n; ++i) {
+    auto child = MakeSequence(r, i, base_seed + static_cast<uint64_t>(i));
+    child->arrival = parent->arrival;
+    child->n_computed = parent->n_computed;
+    child->n_cached = parent->n_cached;
+    child->admitted_once = true;
+    kv_.Fork(parent->id, child->id);
+    Sequence* raw = child.get();
+    r->choices.push_back(std::move(child));
+    scheduler_.AddRunning(raw);
+  }
+}
+
+void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
+  for (const ScheduledChunk& c : step.chunks) {
+    Sequence* s = c.seq;
+    if (s->n_computed < s->n_prompt) {
+      stats_.prompt_tokens_computed += std::min(c.n_tokens, s->n_prompt - s->n_computed);
+    }
+    s->n_computed += c.n_tokens;
+    kv_.Commit(s->id, s->tokens, s->n_computed);
+    RequestState* r = s->request;
+    if (s->index != 0) continue;
+    for (size_t p = 0; p < r->request.pins.size(); ++p) {
+      const PrefixPin& pin = r->request.pins[p];
+      if (r->pinned[p] || s->n_computed < std::min(pin.n_tokens, s->n_prompt)) continue;
+      kv_.Pin(s->tokens, std::min(pin.n_tokens, s->n_prompt), KvClock::now() + pin.ttl);
+      r->pinned[p] = true;
+    }
+  }
+  const auto now = EngineClock::now();
+  const size_t n_vocab = static_cast<size_t>(runner_.n_vocab());
+  // Forks first (they need the parent's row before sampling modifies it), then sampling.
+  std::vector<std::pair<Sequence*, float*>> rows;
+  std::vector<std::vector<float>> fork_rows;
+  fork_rows.reserve(out.sampled.size() * static_cast<size_t>(options_.max_n));
+  for (size_t i = 0; i < out.sampled.size(); ++i) {
+    Sequence* s = out.sampled[i];
+    float* row = out.logits.data() + i * n_vocab;
+    RequestState* r = s->request;
+    if (s->index == 0 && !r->forked && r->request.n > 1) {
+      const size_t first_child = r->choices.size();
+      ForkChoices(s);
+      for (size_t c = first_child; c < r->choices.size(); ++c) {
+        fork_rows.emplace_back(row, row + n_vocab);
+        rows.emplace_back(r->choices[c].get(), fork_rows.back().data());
+      }
+    }
+    rows.emplace_back(s, row);
+  }
+  for (auto& [seq, row] : rows) SampleAndEmit(seq, row, now);
+}
+
+void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now) {
+  RequestState* r = seq->request;
+  const SampledToken t = seq->sampler->Sample(logits);
+  seq->sampler->Accept(t.id);
+  seq->tokens.push_back(t.id);
+  ++stats_.generated_tokens;
+  if (r->timings.first_token == EngineClock::time_point{}) r->timings.first_token = now;
+  const bool stop_token = seq->sampler->IsStopToken(t.id);
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kToken;
+  ev.index = seq->index;
+  ev.time = now;
+  ev.token = t.id;
+  ev.logprob = t.logprob;
+  ev.top = t.top;
+  if (!stop_token && seq->detokenizer != nullptr) ev.text = seq->stop->Push(seq->detokenizer->Push(t.id));
+  const bool stopped = stop_token || seq->stop->matched();
+  const bool length =
+      !stopped && (seq->n_generated() >= seq->max_tokens || static_cast<int32_t>(seq->tokens.size()) >= n_ctx_);
+  if (!stop_token) r->stream->Push(std::move(ev));
+  if (stopped || length) {
+    // Release what the detokenizer and the stop matcher still hold (nothing after a stop string).
+    std::string rest;
+    if (!seq->stop->matched()) {
+      if (seq->detokenizer != nullptr) rest = seq->stop->Push(seq->detokenizer->Finish());
+      if (!seq->stop->matched()) rest += seq->stop->Flush();
+    }
+    FinishSequence(seq, stopped || seq->stop->matched() ? FinishReason::kStop : FinishReason::kLength, std::move(rest),
+                   now);
+  }
+}
+
+}  // namespace herd
