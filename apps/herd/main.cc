@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   herd::cli::AddTokenizeCommand(app);
   herd::cli::AddMakeModelCommand(app);
   herd::cli::AddBenchModelCommand(app);
+  herd::cli::AddBenchEngineCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,6 +23,7 @@ void AddTokenizeCommand(CLI::App& app);    // tokenize_command.cc
 void AddMakeModelCommand(CLI::App& app);   // make_model_command.cc
 void AddRunCommand(CLI::App& app);         // run_command.cc
 void AddBenchModelCommand(CLI::App& app);  // bench_model_command.cc
+void AddBenchEngineCommand(CLI::App& app);  // bench_engine_command.cc
 void AddServeCommand(CLI::App& app);       // serve_command.cc
 
 // `herd inspect`'s report: metadata, tensor table (if `tensors`), summary.

@@ -208,6 +208,10 @@ bool Engine::Step() {
   if (!step.empty()) {
     ran = true;
     const auto now = EngineClock::now();
+    bool decode_only = true;
+    for (const ScheduledChunk& c : step.chunks) {
+      decode_only = decode_only && c.n_tokens == 1 && c.seq->n_computed >= c.seq->n_prompt;
+    }
     for (const ScheduledChunk& c : step.chunks) {
       RequestState* r = c.seq->request;
       if (r->timings.first_scheduled == EngineClock::time_point{}) r->timings.first_scheduled = now;
@@ -224,6 +228,12 @@ bool Engine::Step() {
       for (RequestState* r : failed) FinishRequest(r, FinishReason::kError, st);
     } else {
       AfterForward(step, out);
+    }
+    const double seconds = std::chrono::duration<double>(EngineClock::now() - now).count();
+    stats_.step_seconds += seconds;
+    if (decode_only) {
+      stats_.decode_step_seconds += seconds;
+      stats_.decode_step_tokens += static_cast<int64_t>(step.chunks.size());
     }
   }
   stats_.prefix = kv_.stats();

@@ -47,6 +47,11 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
+  double step_seconds = 0;         // time in steps (schedule, forward, sampling)
+  // Steps in which every sequence decoded one token (no prefill work): the batched decode rate
+  // is decode_step_tokens / decode_step_seconds.
+  double decode_step_seconds = 0;
+  int64_t decode_step_tokens = 0;
   PrefixCacheStats prefix;
   int32_t running = 0, waiting = 0;
   int32_t free_blocks = 0, total_blocks = 0, pinned_blocks = 0;
