@@ -80,6 +80,11 @@ std::optional<int32_t> BlockPool::Allocate() {
   return b;
 }
 
+std::optional<int32_t> BlockPool::AllocateEmpty() {
+  if (head_ < 0 || has_hash_[static_cast<size_t>(head_)]) return std::nullopt;
+  return Allocate();
+}
+
 int32_t BlockPool::Lookup(BlockHash hash) const {
   const auto it = index_.find(hash);
   return it == index_.end() ? -1 : it->second;
@@ -123,9 +128,12 @@ std::vector<int32_t> BlockPool::FreeQueue() const {
 
 void BlockPool::CheckInvariants() const {
   int32_t count = 0, prev = -1;
+  bool seen_cached = false;
   for (int32_t b = head_; b >= 0; b = next_[static_cast<size_t>(b)]) {
     const size_t i = static_cast<size_t>(b);
     HERD_CHECK_MSG(in_queue_[i] && ref_[i] == 0, "block %d in the free queue with ref_count %d", b, ref_[i]);
+    HERD_CHECK_MSG(has_hash_[i] || !seen_cached, "empty block %d after a cached one in the free queue", b);
+    seen_cached = seen_cached || has_hash_[i];
     HERD_CHECK(prev_[i] == prev);
     prev = b;
     HERD_CHECK_MSG(++count <= n_blocks(), "free queue has a cycle");

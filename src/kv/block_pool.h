@@ -33,6 +33,10 @@ class BlockPool {
   // Takes the head of the free queue with ref_count 1 (evicting its hash if it was cached);
   // nullopt when every block is in use.
   std::optional<int32_t> Allocate();
+  // Like Allocate, but only an empty block: nullopt when none is left (never evicts cached
+  // content). The free queue always holds its empty blocks before its cached ones, so this is
+  // O(1).
+  std::optional<int32_t> AllocateEmpty();
 
   // The cached-or-in-use block registered under `hash`, or -1.
   int32_t Lookup(BlockHash hash) const;

@@ -77,6 +77,23 @@ TEST(BlockPoolTest, RegisterRefusesDuplicateHashesAndSecondHashes) {
   pool.CheckInvariants();
 }
 
+TEST(BlockPoolTest, AllocateEmptyNeverEvicts) {
+  BlockPool pool(3);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(pool.Allocate(), i);
+  ASSERT_TRUE(pool.Register(1, 11));
+  pool.Release(1);  // cached
+  pool.Release(2);  // empty
+  EXPECT_THAT(pool.FreeQueue(), ElementsAre(2, 1));
+  EXPECT_EQ(pool.AllocateEmpty(), 2);
+  EXPECT_EQ(pool.AllocateEmpty(), std::nullopt);  // only cached block 1 is free
+  EXPECT_EQ(pool.Lookup(11), 1);
+  EXPECT_EQ(pool.stats().evictions, 0);
+  EXPECT_EQ(pool.Allocate(), 1);  // Allocate does evict
+  EXPECT_EQ(pool.stats().evictions, 1);
+  EXPECT_EQ(pool.AllocateEmpty(), std::nullopt);  // nothing free at all
+  pool.CheckInvariants();
+}
+
 TEST(BlockPoolDeathTest, DoubleReleaseAndOutOfRangeAbort) {
   BlockPool pool(2);
   ASSERT_EQ(pool.Allocate(), 0);

@@ -1,6 +1,7 @@
 #include "kv/kv_cache_manager.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "base/check.h"
 
@@ -10,6 +11,7 @@ KvCacheManager::KvCacheManager(const KvCacheManagerOptions& o)
     : block_size_(o.block_size),
       prefix_caching_(o.prefix_caching),
       max_pinned_(static_cast<int32_t>(static_cast<float>(o.n_blocks) * std::clamp(o.max_pinned_fraction, 0.0f, 1.0f))),
+      cache_key_(o.cache_key),
       root_(RootBlockHash(o.cache_key)),
       pool_(o.n_blocks) {
   HERD_CHECK(o.block_size > 0);
@@ -148,6 +150,19 @@ int32_t KvCacheManager::Pin(std::span<const int32_t> tokens, int32_t n_tokens, K
   pinned_blocks_ += static_cast<int32_t>(chain.size());
   pins_.emplace(key, std::move(pin));
   return static_cast<int32_t>(chain.size()) * block_size_;
+}
+
+std::vector<std::pair<BlockHash, int32_t>> KvCacheManager::PinnedChains() const {
+  std::vector<std::pair<BlockHash, int32_t>> out;
+  std::unordered_set<int32_t> seen;
+  for (const auto& [key, pin] : pins_) {
+    for (int32_t b : pin.blocks) {
+      if (!seen.insert(b).second) continue;
+      HERD_CHECK_MSG(pool_.is_cached(b), "pinned block %d holds no hash", b);
+      out.emplace_back(pool_.hash(b), b);
+    }
+  }
+  return out;
 }
 
 int32_t KvCacheManager::ExpirePins(KvClock::time_point now) {

@@ -102,6 +102,11 @@ class KvCacheManager {
   // The chain of (hash, block) for the cached full blocks at the start of `tokens`.
   std::vector<std::pair<BlockHash, int32_t>> CachedChain(std::span<const int32_t> tokens) const;
   BlockHash root_hash() const { return root_; }
+  const std::string& cache_key() const { return cache_key_; }
+  bool prefix_caching() const { return prefix_caching_; }
+  // The unique (hash, block) of every pinned block, each pin's chain parents before children
+  // (a block shared by several pins appears once, at its first place). O(pinned blocks).
+  std::vector<std::pair<BlockHash, int32_t>> PinnedChains() const;
 
   const BlockPool& pool() const { return pool_; }
   BlockPool& mutable_pool() { return pool_; }
@@ -126,6 +131,7 @@ class KvCacheManager {
   int32_t block_size_;
   bool prefix_caching_;
   int32_t max_pinned_;
+  std::string cache_key_;
   BlockHash root_;
   BlockPool pool_;
   std::unordered_map<SeqId, SeqBlocks> seqs_;

@@ -163,6 +163,25 @@ TEST(KvCacheManagerTest, PinsKeepPrefixesFromEvictionUntilTheyExpire) {
   m.CheckInvariants();
 }
 
+TEST(KvCacheManagerTest, PinnedChainsListsEachPinnedBlockOnceParentsFirst) {
+  KvCacheManager m(Opts(16));  // pins may hold 8 blocks
+  EXPECT_TRUE(m.PinnedChains().empty());
+  auto a = Tokens(12, 0);
+  m.Admit(1, a);
+  ASSERT_TRUE(m.Reserve(1, 0, 12));
+  m.Commit(1, a, 12);
+  m.Free(1);
+  const auto now = KvClock::now() + std::chrono::hours(1);
+  EXPECT_EQ(m.Pin(a, 12, now), 12);  // blocks 0, 1, 2
+  EXPECT_EQ(m.Pin(a, 8, now), 8);    // blocks 0, 1 again: listed once
+  const auto chain = m.CachedChain(a);
+  ASSERT_EQ(chain.size(), 3u);
+  EXPECT_EQ(m.PinnedChains(), chain);
+  EXPECT_EQ(m.cache_key(), "test-model|f16|4");
+  EXPECT_EQ(m.root_hash(), RootBlockHash("test-model|f16|4"));
+  m.CheckInvariants();
+}
+
 TEST(KvCacheManagerTest, PinsAreBoundedAndNeedCachedContent) {
   KvCacheManagerOptions o = Opts(4);
   o.max_pinned_fraction = 0.25f;  // one block
