@@ -427,5 +427,49 @@ TEST(EngineTest, ThreadedSubmittersGetTheSameTokensAsAlone) {
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(got[i], alone[i].tokens.at(0));
 }
 
+TEST(EngineTest, IdenticalGreedyRequestsCoalesceIntoOneComputation) {
+  const auto alone = Alone({Greedy(Prompt(40, 11, Vocab()), 12)});
+  Fixture f = Make(EngineSetup{});
+  auto a = f.engine->Submit(Greedy(Prompt(40, 11, Vocab()), 12));
+  auto b = f.engine->Submit(Greedy(Prompt(40, 11, Vocab()), 12));
+  GenerationRequest sampled = Greedy(Prompt(40, 11, Vocab()), 12);
+  sampled.sampling.temperature = 0.5f;  // not greedy: never coalesced
+  auto c = f.engine->Submit(sampled);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  for (int i = 0; i < 4; ++i) f.engine->Step();
+  auto late = f.engine->Submit(Greedy(Prompt(40, 11, Vocab()), 12));  // joins mid-generation: replay
+  auto cancelled = f.engine->Submit(Greedy(Prompt(40, 11, Vocab()), 12));
+  ASSERT_TRUE(late.ok() && cancelled.ok());
+  f.engine->Step();
+  f.engine->Cancel((*cancelled)->id());  // leaves alone; the others go on
+  RunToIdle(*f.engine);
+  EXPECT_EQ(f.engine->stats().coalesced, 3);
+  for (auto* s : {&a, &b, &late}) {
+    const Outcome o = Drain(***s);
+    EXPECT_EQ(o.tokens.at(0), alone[0].tokens.at(0));
+    EXPECT_EQ(o.finish.at(0).finish, FinishReason::kLength);
+  }
+  EXPECT_EQ(Drain(**cancelled).finish.at(0).finish, FinishReason::kCancelled);
+  // The prompt ran twice: once for the coalesced group, once for the sampled request (admitted
+  // in the same step, before the group's blocks were committed to the prefix cache).
+  EXPECT_EQ(f.engine->stats().prompt_tokens_computed, 40 + 40);
+  EXPECT_EQ(f.engine->kv().free_blocks(), 64);
+}
+
+TEST(EngineTest, CancellingEveryCoalescedSubscriberStopsTheComputation) {
+  Fixture f = Make(EngineSetup{});
+  auto a = f.engine->Submit(Greedy(Prompt(20, 12, Vocab()), 200));
+  auto b = f.engine->Submit(Greedy(Prompt(20, 12, Vocab()), 200));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int i = 0; i < 3; ++i) f.engine->Step();
+  f.engine->Cancel((*a)->id());
+  f.engine->Cancel((*b)->id());
+  f.engine->Step();
+  EXPECT_FALSE(f.engine->Busy());
+  EXPECT_EQ(Drain(**a).finish.at(0).finish, FinishReason::kCancelled);
+  EXPECT_EQ(Drain(**b).finish.at(0).finish, FinishReason::kCancelled);
+  EXPECT_EQ(f.engine->kv().free_blocks(), 64);
+}
+
 }  // namespace
 }  // namespace herd

@@ -193,10 +193,7 @@ void Engine::ApplyInbox() {
     cancels.swap(cancels_);
   }
   for (auto& r : inbox) Admit(std::move(r));
-  for (RequestId id : cancels) {
-    auto it = requests_.find(id);
-    if (it != requests_.end()) FinishRequest(it->second.get(), FinishReason::kCancelled, Status::Ok());
-  }
+  for (RequestId id : cancels) CancelOne(id);
 }
 
 bool Engine::Step() {

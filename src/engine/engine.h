@@ -39,6 +39,9 @@ struct EngineOptions {
   bool prefix_caching = true;
   std::string cache_key;  // identity of the model file: prefix hashes and persisted caches depend on it
   int32_t max_n = 16;     // most choices per request
+  // A greedy request identical to one in flight (same tokens, limits and sampling parameters)
+  // joins it as a subscriber instead of computing again; events so far are replayed to it.
+  bool coalesce_identical = true;
 };
 
 struct EngineStats {
@@ -47,6 +50,7 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
+  int64_t coalesced = 0;           // requests served by another identical request's computation
   double step_seconds = 0;         // time in steps (schedule, forward, sampling)
   // Steps in which every sequence decoded one token (no prefill work): the batched decode rate
   // is decode_step_tokens / decode_step_seconds.
@@ -91,12 +95,29 @@ class Engine {
   // Aborts if block bookkeeping is inconsistent (tests call it after every step).
   void CheckInvariants() const;
 
+  // Prefix cache persistence (engine_persistence.cc, file format in kv/prefix_store.h). Both
+  // must be called while the loop is not running — before Start() or after Stop(); they abort
+  // otherwise. A server loads at start-up and saves at shutdown (or periodically with Stop/Start).
+  //
+  // Saves the cached full blocks of every pinned prefix, then those of each of `prefixes`
+  // (token ids; whatever part of each is cached). Errors: IoError.
+  Status SavePrefixCache(const std::string& path, const std::vector<std::vector<int32_t>>& prefixes) const;
+  // Loads a file saved by an engine with the same EngineOptions::cache_key (model file
+  // identity), KV type and block size into empty KV blocks (cached, evictable; nothing in the
+  // pool is evicted). Returns the number of blocks loaded. Errors: NotFound, IoError,
+  // InvalidArgument (another model / KV type / block size, a truncated or corrupt file, prefix
+  // caching off); the cache is then unchanged.
+  Result<int32_t> LoadPrefixCache(const std::string& path);
+
  private:
   Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const EngineOptions& options, int32_t n_ctx);
   void Loop();
   void ApplyInbox();
   void Admit(std::unique_ptr<RequestState> request);
   void FinishRequest(RequestState* r, FinishReason reason, const Status& error);
+  void Retire(RequestState* r);  // closes every subscriber's stream and forgets the request
+  bool Coalesce(std::unique_ptr<RequestState>& r);
+  void CancelOne(RequestId id);
   void AfterForward(const SchedulerStep& step, StepOutput& out);
   void ForkChoices(Sequence* parent);
   void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now);
@@ -114,6 +135,8 @@ class Engine {
 
   // Engine-thread state.
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
+  std::unordered_map<RequestId, RequestId> aliases_;           // coalesced subscriber -> computing request
+  std::unordered_multimap<uint64_t, RequestId> coalesce_index_;  // CoalesceKey -> coalescable requests
   SeqId next_seq_ = 1;
   uint64_t next_arrival_ = 0;
   EngineStats stats_;

@@ -9,6 +9,22 @@
 
 namespace herd {
 
+bool SameComputation(const GenerationRequest& a, const GenerationRequest& b) {
+  const SamplingParams &x = a.sampling, &y = b.sampling;
+  return a.prompt == b.prompt && a.max_tokens == b.max_tokens && a.stop == b.stop && a.ignore_eos == b.ignore_eos &&
+         a.n == b.n && x.temperature == y.temperature && x.top_k == y.top_k && x.top_p == y.top_p &&
+         x.min_p == y.min_p && x.typical_p == y.typical_p && x.repeat_penalty == y.repeat_penalty &&
+         x.presence_penalty == y.presence_penalty && x.frequency_penalty == y.frequency_penalty &&
+         x.penalty_last_n == y.penalty_last_n && x.logit_bias == y.logit_bias && x.stop_tokens == y.stop_tokens &&
+         x.logprobs == y.logprobs && x.n_probs == y.n_probs;
+}
+
+uint64_t CoalesceKey(const GenerationRequest& r) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(r.max_tokens);
+  for (int32_t t : r.prompt) h = (h ^ static_cast<uint32_t>(t)) * 0x100000001b3ULL;
+  return h;
+}
+
 std::unique_ptr<Sequence> Engine::MakeSequence(RequestState* r, int32_t index, uint64_t seed) {
   auto s = std::make_unique<Sequence>();
   s->id = next_seq_++;
@@ -33,7 +49,75 @@ std::unique_ptr<Sequence> Engine::MakeSequence(RequestState* r, int32_t index, u
   return s;
 }
 
+void Engine::Retire(RequestState* r) {
+  for (auto& sub : r->subscribers) {
+    sub.stream->Close();
+    aliases_.erase(sub.id);
+    queued_.fetch_sub(1);
+  }
+  if (r->coalescable) {
+    auto [lo, hi] = coalesce_index_.equal_range(r->coalesce_key);
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second == r->id) {
+        coalesce_index_.erase(it);
+        break;
+      }
+    }
+  }
+  ++stats_.requests_finished;
+  requests_.erase(r->id);
+}
+
+bool Engine::Coalesce(std::unique_ptr<RequestState>& r) {
+  const GenerationRequest& q = r->request;
+  if (!options_.coalesce_identical || !q.sampling.greedy() || q.n != 1 || !q.pins.empty()) return false;
+  r->coalescable = true;
+  r->coalesce_key = CoalesceKey(q);
+  auto [lo, hi] = coalesce_index_.equal_range(r->coalesce_key);
+  for (auto it = lo; it != hi; ++it) {
+    RequestState* host = requests_.at(it->second).get();
+    if (!SameComputation(host->request, q)) continue;
+    for (const EngineEvent& ev : host->log) r->stream->Push(ev);
+    host->subscribers.push_back({r->id, r->stream});
+    aliases_[r->id] = host->id;
+    ++stats_.coalesced;
+    return true;
+  }
+  coalesce_index_.emplace(r->coalesce_key, r->id);
+  return false;
+}
+
+void Engine::CancelOne(RequestId id) {
+  RequestId primary = id;
+  if (auto a = aliases_.find(id); a != aliases_.end()) primary = a->second;
+  auto it = requests_.find(primary);
+  if (it == requests_.end()) return;
+  RequestState* r = it->second.get();
+  if (r->subscribers.size() <= 1) {
+    FinishRequest(r, FinishReason::kCancelled, Status::Ok());
+    return;
+  }
+  // Others still want this computation: only this subscriber leaves.
+  for (size_t i = 0; i < r->subscribers.size(); ++i) {
+    if (r->subscribers[i].id != id) continue;
+    EngineEvent ev;
+    ev.kind = EngineEvent::Kind::kFinished;
+    ev.time = EngineClock::now();
+    ev.finish = FinishReason::kCancelled;
+    ev.usage = {static_cast<int32_t>(r->request.prompt.size()), 0, 0};
+    ev.timings = r->timings;
+    r->subscribers[i].stream->Push(ev);
+    r->subscribers[i].stream->Close();
+    r->subscribers.erase(r->subscribers.begin() + static_cast<long>(i));
+    aliases_.erase(id);
+    queued_.fetch_sub(1);
+    return;
+  }
+}
+
 void Engine::Admit(std::unique_ptr<RequestState> r) {
+  if (Coalesce(r)) return;
+  r->subscribers.push_back({r->id, r->stream});
   RequestState* raw = r.get();
   const uint64_t arrival = next_arrival_++;
   auto first = MakeSequence(raw, 0, raw->request.sampling.seed);
@@ -62,7 +146,7 @@ void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& e
     ev.usage = {s->n_prompt, r->choices[0]->n_cached, s->n_generated()};
     r->timings.finished = now;
     ev.timings = r->timings;
-    r->stream->Push(std::move(ev));
+    r->Emit(ev);
   }
   // Choices not forked yet never ran: report them too so a client sees n finish events.
   for (int32_t i = static_cast<int32_t>(r->choices.size()); i < r->request.n; ++i) {
@@ -74,12 +158,9 @@ void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& e
     ev.error = error;
     ev.usage = {static_cast<int32_t>(r->request.prompt.size()), 0, 0};
     ev.timings = r->timings;
-    r->stream->Push(std::move(ev));
+    r->Emit(ev);
   }
-  r->stream->Close();
-  ++stats_.requests_finished;
-  queued_.fetch_sub(1);
-  requests_.erase(r->id);
+  Retire(r);
 }
 
 void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now) {
@@ -95,13 +176,8 @@ void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text
   ev.usage = {seq->n_prompt, r->choices[0]->n_cached, seq->n_generated()};
   r->timings.finished = now;
   ev.timings = r->timings;
-  r->stream->Push(std::move(ev));
-  if (++r->n_finished == r->request.n) {
-    r->stream->Close();
-    ++stats_.requests_finished;
-    queued_.fetch_sub(1);
-    requests_.erase(r->id);  // destroys the sequences
-  }
+  r->Emit(ev);
+  if (++r->n_finished == r->request.n) Retire(r);  // destroys the sequences
 }
 
 void Engine::ForkChoices(Sequence* parent) {
@@ -180,7 +256,7 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
   const bool stopped = stop_token || seq->stop->matched();
   const bool length =
       !stopped && (seq->n_generated() >= seq->max_tokens || static_cast<int32_t>(seq->tokens.size()) >= n_ctx_);
-  if (!stop_token) r->stream->Push(std::move(ev));
+  if (!stop_token) r->Emit(ev);
   if (stopped || length) {
     // Release what the detokenizer and the stop matcher still hold (nothing after a stop string).
     std::string rest;
