@@ -1,5 +1,6 @@
 // herd bench-engine -m MODEL --requests 64 --concurrency 16 --prompt-len 512 --gen-len 128
-//                   [--shared-prefix 400] [--batch-tokens 512] [-t THREADS] [--no-prefix-cache] [--json]
+//                   [--shared-prefix 400] [--batch-tokens 512] [-t THREADS] [--no-prefix-cache]
+//                   [--distinct-prompts K] [--no-coalesce] [--json]
 //
 // An offline serving workload through the engine (no HTTP): `concurrency` requests are kept in
 // flight until `requests` have finished. Prompts are random token ids; the first
@@ -38,7 +39,9 @@ struct BenchEngineOptions {
   int batch_tokens = 512;
   int threads = 0;
   int seed = 1;
+  int distinct = 0;  // 0: every prompt different; else prompts cycle through this many
   bool no_prefix_cache = false;
+  bool no_coalesce = false;
   bool json = false;
   std::string kv_type = "f16";
 };
@@ -87,6 +90,7 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   eo.n_ctx = std::max(per_seq, 16);
   eo.prefix_caching = !o.no_prefix_cache;
   eo.cache_key = o.model;
+  eo.coalesce_identical = !o.no_coalesce;
   auto created = Engine::Create(lm.model.get(), lm.cache.get(), nullptr, eo);
   if (!created.ok()) Fail(created.status().message());
   Engine& engine = **created;
@@ -96,10 +100,16 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   auto token = [&] { return static_cast<int32_t>(rng() % static_cast<unsigned>(n_vocab)); };
   std::vector<int32_t> shared(static_cast<size_t>(o.shared_prefix));
   for (auto& t : shared) t = token();
+  std::vector<std::vector<int32_t>> distinct;
   auto make_request = [&] {
     GenerationRequest r;
-    r.prompt = shared;
-    while (static_cast<int>(r.prompt.size()) < o.prompt_len) r.prompt.push_back(token());
+    if (o.distinct > 0 && static_cast<int>(distinct.size()) == o.distinct) {
+      r.prompt = distinct[static_cast<size_t>(rng() % static_cast<unsigned>(o.distinct))];
+    } else {
+      r.prompt = shared;
+      while (static_cast<int>(r.prompt.size()) < o.prompt_len) r.prompt.push_back(token());
+      if (o.distinct > 0) distinct.push_back(r.prompt);
+    }
     r.sampling.temperature = 0.0f;
     r.max_tokens = o.gen_len;
     r.ignore_eos = true;
@@ -201,10 +211,11 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         "\"ttft_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"itl_ms\": {\"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f, \"mean\": %.2f}, "
         "\"e2e_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
-        "\"cache_hit_rate\": %.4f, \"preemptions\": %lld, \"errors\": %d}\n",
+        "\"cache_hit_rate\": %.4f, \"coalesced\": %lld, \"preemptions\": %lld, \"errors\": %d}\n",
         o.model.c_str(), cpu::MatMulIsaName(), lm.threads, o.kv_type.c_str(), o.requests, o.concurrency, o.prompt_len,
         o.gen_len, o.shared_prefix, o.batch_tokens, o.no_prefix_cache ? "false" : "true", wall, prompt_tps, gen_tps,
         decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50, b.p90, b.p99, b.mean, c.p50, c.p90, c.p99, c.mean, hit_rate,
+        static_cast<long long>(after.coalesced - before.coalesced),
         static_cast<long long>(after.preemptions - before.preemptions), errors);
   } else {
     std::printf("model: %s  kernels %s, %d threads, kv %s\n", o.model.c_str(), cpu::MatMulIsaName(), lm.threads,
@@ -218,7 +229,8 @@ void RunBenchEngine(const BenchEngineOptions& o) {
     std::printf("| time to first token | %.1f | %.1f | %.1f | %.1f |\n", a.p50, a.p90, a.p99, a.mean);
     std::printf("| inter-token latency | %.2f | %.2f | %.2f | %.2f |\n", b.p50, b.p90, b.p99, b.mean);
     std::printf("| end-to-end latency | %.1f | %.1f | %.1f | %.1f |\n", c.p50, c.p90, c.p99, c.mean);
-    std::printf("prefix cache hit rate %.1f%% | preemptions %lld | errors %d\n", 100.0 * hit_rate,
+    std::printf("prefix cache hit rate %.1f%% | coalesced %lld | preemptions %lld | errors %d\n", 100.0 * hit_rate,
+                static_cast<long long>(after.coalesced - before.coalesced),
                 static_cast<long long>(after.preemptions - before.preemptions), errors);
   }
   if (errors > 0) Fail(StrFormat("%d requests failed", errors));
@@ -240,6 +252,8 @@ void AddBenchEngineCommand(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all cores)");
   cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable automatic prefix caching");
+  cmd->add_option("--distinct-prompts", o->distinct, "Draw prompts from this many distinct ones (0: all distinct)");
+  cmd->add_flag("--no-coalesce", o->no_coalesce, "Compute identical greedy requests separately");
   AddKvTypeOption(cmd, &o->kv_type);
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->callback([o] { RunBenchEngine(*o); });
