@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/model_loader.h"
 #include "engine/engine.h"
+#include "io/file_identity.h"
 #include "kernels/matmul.h"
 
 namespace herd::cli {
@@ -89,7 +90,9 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   eo.scheduler.max_running = std::max(o.concurrency, 1);
   eo.n_ctx = std::max(per_seq, 16);
   eo.prefix_caching = !o.no_prefix_cache;
-  eo.cache_key = o.model;
+  auto identity = FileIdentityAt(o.model);
+  if (!identity.ok()) Fail(identity.status().message());
+  eo.cache_key = *identity;
   eo.coalesce_identical = !o.no_coalesce;
   auto created = Engine::Create(lm.model.get(), lm.cache.get(), nullptr, eo);
   if (!created.ok()) Fail(created.status().message());
