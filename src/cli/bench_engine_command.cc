@@ -1,6 +1,6 @@
 // herd bench-engine -m MODEL --requests 64 --concurrency 16 --prompt-len 512 --gen-len 128
 //                   [--shared-prefix 400] [--batch-tokens 512] [-t THREADS] [--no-prefix-cache]
-//                   [--distinct-prompts K] [--no-coalesce] [--json]
+//                   [--distinct-prompts K] [--no-coalesce] [--kv-budget 2GiB|0.3] [--json]
 //
 // An offline serving workload through the engine (no HTTP): `concurrency` requests are kept in
 // flight until `requests` have finished. Prompts are random token ids; the first
@@ -21,6 +21,7 @@
 #include <random>
 #include <vector>
 
+#include "base/memory_info.h"
 #include "cli/commands.h"
 #include "cli/model_loader.h"
 #include "engine/engine.h"
@@ -45,6 +46,7 @@ struct BenchEngineOptions {
   bool no_coalesce = false;
   bool json = false;
   std::string kv_type = "f16";
+  std::string kv_budget;  // empty: room for every in-flight sequence at full length
 };
 
 struct Percentiles {
@@ -84,7 +86,14 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   if (o.shared_prefix < 0 || o.shared_prefix > o.prompt_len) Fail("--shared-prefix must be in [0, --prompt-len]");
   const int32_t per_seq = o.prompt_len + o.gen_len;
   // KV pool: every in-flight sequence at full length, plus room for cached prefixes.
-  LoadedModel lm = LoadModelOrFail(o.model, o.threads, per_seq * (o.concurrency + 1) + 64, KvTypeFromName(o.kv_type));
+  size_t budget = 0;
+  if (!o.kv_budget.empty()) {
+    auto b = ParseMemoryBudget(o.kv_budget, AvailableMemoryBytes());
+    if (!b.ok()) Fail("--kv-budget: " + b.status().message());
+    budget = *b;
+  }
+  LoadedModel lm =
+      LoadModelOrFail(o.model, o.threads, per_seq * (o.concurrency + 1) + 64, KvTypeFromName(o.kv_type), budget);
   EngineOptions eo;
   eo.scheduler.max_batch_tokens = o.batch_tokens;
   eo.scheduler.max_running = std::max(o.concurrency, 1);
@@ -258,6 +267,9 @@ void AddBenchEngineCommand(CLI::App& app) {
   cmd->add_option("--distinct-prompts", o->distinct, "Draw prompts from this many distinct ones (0: all distinct)");
   cmd->add_flag("--no-coalesce", o->no_coalesce, "Compute identical greedy requests separately");
   AddKvTypeOption(cmd, &o->kv_type);
+  cmd->add_option("--kv-budget", o->kv_budget,
+                  "KV pool size: bytes (4GiB, 512MiB) or a fraction of available memory (0.3); default: every "
+                  "in-flight sequence at full length");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->callback([o] { RunBenchEngine(*o); });
 }

@@ -24,7 +24,8 @@ DType KvTypeFromName(const std::string& name) {
   return *t;
 }
 
-LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type) {
+LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type,
+                            size_t kv_budget_bytes) {
   LoadedModel lm;
   auto file = GgufFile::Open(path);
   if (!file.ok()) Fail(file.status().message());
@@ -36,8 +37,11 @@ LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx,
   lm.model = std::move(model).value();
   const ModelConfig& c = lm.model->config();
   KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, kv_type};
-  const int32_t ctx = std::min(std::max(n_ctx, 16), c.n_ctx_train);
-  kc.n_blocks = (ctx + kc.block_size - 1) / kc.block_size;
+  const int32_t ctx = std::max(n_ctx, 16);
+  kc.n_blocks = kv_budget_bytes > 0 ? KvCacheConfig::BlocksForBudget(kc, kv_budget_bytes)
+                                    : (ctx + kc.block_size - 1) / kc.block_size;
+  if (kc.n_blocks <= 0)
+    Fail(StrFormat("KV budget of %zu bytes holds no block of %zu bytes", kv_budget_bytes, kc.BytesPerBlock()));
   auto cache = KvCache::Create(lm.backend.get(), kc);
   if (!cache.ok()) Fail(path + ": " + cache.status().message());
   lm.cache = std::move(cache).value();

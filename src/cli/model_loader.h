@@ -24,8 +24,10 @@ struct LoadedModel {
   int threads = 0;
 };
 
-// kv_type: the KV cache element type (F16, F32 or Q8_0; see KvCacheConfig).
-LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type = DType::kF16);
+// kv_type: the KV cache element type (F16, F32 or Q8_0; see KvCacheConfig). The cache holds
+// n_ctx tokens, or as many blocks as kv_budget_bytes allows when that is non-zero.
+LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type = DType::kF16,
+                            size_t kv_budget_bytes = 0);
 
 // The --kv-type option (f16 | f32 | q8_0, default f16) on `cmd`, stored in *kv_type.
 void AddKvTypeOption(CLI::App* cmd, std::string* kv_type);
