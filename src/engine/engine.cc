@@ -162,10 +162,7 @@ void Engine::Cancel(RequestId id) {
   cv_.notify_all();
 }
 
-bool Engine::Busy() const {
-  std::lock_guard lock(mu_);
-  return !inbox_.empty() || !requests_.empty();
-}
+bool Engine::Busy() const { return queued_.load() > 0; }
 
 EngineStats Engine::stats() const {
   std::lock_guard lock(mu_);

@@ -85,7 +85,7 @@ class Engine {
   // Runs one step on the calling thread (tests; do not mix with Start). Returns false when
   // there was nothing to run.
   bool Step();
-  // Whether any request is queued or running.
+  // Whether any submitted request has not finished yet. Thread-safe.
   bool Busy() const;
 
   EngineStats stats() const;
