@@ -72,6 +72,16 @@ struct Q45KDec {
     const __m512 s = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc)));
     return _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), s), _mm512_set1_ps(d_));
   }
+  // Step v of the interleaved order (ActLayout): lane g = elements 16g + 4v .. +3, i.e. the
+  // dword 8(g/4) + 4(g%2) + v of qs, high nibble where g & 2. Q4_K only. 3 ops.
+  HERD_INLINE __m512i ICodes(int v) const {
+    static_assert(!kFive);
+    const __m512i lo = _mm512_loadu_si512(qs), hi = _mm512_loadu_si512(qs + 64);
+    const __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 4, 0, 4, 8, 12, 8, 12, 16, 20, 16, 20, 24, 28, 24, 28),
+                                         _mm512_set1_epi32(v));
+    const __m512i q = _mm512_permutex2var_epi32(lo, idx, hi);
+    return _mm512_and_si512(_mm512_mask_srli_epi32(q, 0xCCCC, q, 4), _mm512_set1_epi8(0x0F));
+  }
 };
 
 // Q6_K: ql[128] low nibbles, qh[64] 2 high bits, 16 int8 scales, d. Chunk pair n (k = 2n, 2n+1)
@@ -110,6 +120,23 @@ struct Q6KDec {
   HERD_INLINE __m512 C(int) const { return c; }
   HERD_INLINE __m512 A() const {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc))), _mm512_set1_ps(d_));
+  }
+  // Step v of the interleaved order: lane g = elements 16g + 4v .. +3 = chunk g/4, offset
+  // m = 16(g%4) + 4v: ql dword 16(g/8) + 4(g%4) + v (high nibble where g & 4) and qh dword
+  // 8(g/8) + 4(g%2) + v, bits s = 4((g>>2)&1) + 2((g>>1)&1) rotated to bits 4-5. 6 ops.
+  HERD_INLINE __m512i ICodes(int v) const {
+    const __m512i lo = _mm512_loadu_si512(p_), hi = _mm512_loadu_si512(p_ + 64);
+    const __m512i qh = _mm512_loadu_si512(p_ + 128);
+    const __m512i vv = _mm512_set1_epi32(v);
+    const __m512i il =
+        _mm512_add_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12, 16, 20, 24, 28, 16, 20, 24, 28), vv);
+    const __m512i ih = _mm512_add_epi32(_mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 8, 12, 8, 12, 8, 12, 8, 12), vv);
+    const __m512i rot = _mm512_setr_epi32(4, 4, 2, 2, 0, 0, 30, 30, 4, 4, 2, 2, 0, 0, 30, 30);
+    __m512i l = _mm512_permutex2var_epi32(lo, il, hi);
+    l = _mm512_mask_srli_epi32(l, 0xF0F0, l, 4);
+    const __m512i h = _mm512_rolv_epi32(_mm512_permutexvar_epi32(ih, qh), rot);
+    // (l & 0x0F) | (h & 0xF0), then keep 6 bits.
+    return _mm512_and_si512(_mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(0x0F), 0xE4), _mm512_set1_epi8(0x3F));
   }
 };
 
@@ -171,6 +198,23 @@ struct Q23KDec {
   HERD_INLINE __m512 C(int) const { return c; }
   HERD_INLINE __m512 A() const {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc))), _mm512_set1_ps(d_));
+  }
+  // Step v of the interleaved order: lane g = elements 16g + 4v .. +3 = chunk g/4, offset
+  // m = 16(g%4) + 4v: ql dword 16(g/8) + 4(g%4) + v (high nibble where g & 4) and qh dword
+  // 8(g/8) + 4(g%2) + v, bits s = 4((g>>2)&1) + 2((g>>1)&1) rotated to bits 4-5. 6 ops.
+  HERD_INLINE __m512i ICodes(int v) const {
+    const __m512i lo = _mm512_loadu_si512(p_), hi = _mm512_loadu_si512(p_ + 64);
+    const __m512i qh = _mm512_loadu_si512(p_ + 128);
+    const __m512i vv = _mm512_set1_epi32(v);
+    const __m512i il =
+        _mm512_add_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 4, 8, 12, 16, 20, 24, 28, 16, 20, 24, 28), vv);
+    const __m512i ih = _mm512_add_epi32(_mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 8, 12, 8, 12, 8, 12, 8, 12), vv);
+    const __m512i rot = _mm512_setr_epi32(4, 4, 2, 2, 0, 0, 30, 30, 4, 4, 2, 2, 0, 0, 30, 30);
+    __m512i l = _mm512_permutex2var_epi32(lo, il, hi);
+    l = _mm512_mask_srli_epi32(l, 0xF0F0, l, 4);
+    const __m512i h = _mm512_rolv_epi32(_mm512_permutexvar_epi32(ih, qh), rot);
+    // (l & 0x0F) | (h & 0xF0), then keep 6 bits.
+    return _mm512_and_si512(_mm512_ternarylogic_epi32(l, h, _mm512_set1_epi8(0x0F), 0xE4), _mm512_set1_epi8(0x3F));
   }
 };
 

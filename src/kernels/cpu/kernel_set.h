@@ -37,7 +37,8 @@ struct KernelSet {
   const char* name;
   MatKernel (*get)(DType type);  // nullptr: type not covered by this set
   int row_grain;                 // preferred multiple of rows per thread
-  int pack_min_tok;              // from this many tokens on, activations are interleaved (ActLayout)
+  // From this many tokens on, activations for weights of `type` are interleaved (ActLayout).
+  int (*pack_min_tok)(DType type);
 };
 
 const KernelSet* Avx512KernelSet();   // nullptr when not compiled in (non-x86)

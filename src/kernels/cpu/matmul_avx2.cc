@@ -119,7 +119,9 @@ struct Kernels {
 
 MatKernel Get(DType type) { return KernelTable<Kernels>(type); }
 
-const KernelSet kSet = {"avx2", &Get, 4, 2};
+int PackMinTok(DType) { return 2; }
+
+const KernelSet kSet = {"avx2", &Get, 4, &PackMinTok};
 
 }  // namespace
 }  // namespace herd::cpu::internal::avx2

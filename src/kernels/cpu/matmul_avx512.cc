@@ -61,6 +61,7 @@ struct V {
   static HERD_INLINE F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static HERD_INLINE F Set1(float v) { return _mm512_set1_ps(v); }
   static HERD_INLINE F LoadF(const float* p) { return _mm512_loadu_ps(p); }
+  static HERD_INLINE void StoreF(float* p, F v) { _mm512_storeu_ps(p, v); }
   static HERD_INLINE F ZeroF() { return _mm512_setzero_ps(); }
   // (The maskz_ forms below avoid GCC 12's -Wuninitialized false positives in the plain ones.)
   static HERD_INLINE float HSum(F v) {
@@ -76,6 +77,7 @@ struct V {
 }  // namespace herd::cpu::internal::avx512
 
 #include "kernels/cpu/decode_avx512.h"
+#include "kernels/cpu/tile_kinterleaved.h"
 
 namespace herd::cpu::internal::avx512 {
 namespace {
@@ -97,6 +99,12 @@ struct BF16Dec {
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, v, 16));
   }
 };
+
+// Q4_K and Q6_K on 2-16 tokens: KInterleaved (tile_kinterleaved.h), 1 row x 8 tokens (2 rows
+// or 4-token tiles measured slower: the row decode is then shared by fewer tokens or the
+// accumulators spill). From 17 tokens on the packed path is as fast and shares the decode more.
+constexpr int kKIRows = 1, kKITok = 8, kKIMaxTok = 16;
+constexpr bool HasKInterleaved(DType t) { return t == DType::kQ4_K || t == DType::kQ6_K; }
 
 template <DType T>
 struct KDecFor {
@@ -123,11 +131,17 @@ struct KDecFor<DType::kQ6_K> {
   using Type = Q6KDec;
 };
 
-// Few tokens: decode in registers (R x C tiles 4 x 4, 4 x 1). Many tokens (interleaved
-// activations, from 12 tokens on): packed spans, 4 x 3 tiles.
+// Few tokens: decode in registers (R x C tiles 4 x 4, 4 x 1; Q4_K and Q6_K: KInterleaved from
+// 2 tokens on). Many tokens (interleaved activations): packed spans, 4 x 3 tiles.
 template <DType T>
 void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   using Dec = typename KDecFor<T>::Type;
+  if constexpr (HasKInterleaved(T)) {
+    if (a.layout.interleaved && a.n_tok <= kKIMaxTok) {
+      KInterleaved<V, Dec>::template Run<kKIRows, kKITok>(a, r0, r1);
+      return;
+    }
+  }
   if constexpr (std::is_same_v<Dec, PortableKDec<V, T>>) {
     QuantKernel<V, T, KQuant<V, Dec>, 4, 4, 4, 4, 3>(a, r0, r1);
   } else {
@@ -170,7 +184,11 @@ struct Kernels {
 
 MatKernel Get(DType type) { return KernelTable<Kernels>(type); }
 
-const KernelSet kSet = {"avx512-vnni", &Get, 8, 12};
+// Interleaved activations: from 2 tokens on for the KInterleaved types, else from 8 (where the
+// packed path overtakes the in-place decode).
+int PackMinTok(DType type) { return HasKInterleaved(type) ? 2 : 8; }
+
+const KernelSet kSet = {"avx512-vnni", &Get, 8, &PackMinTok};
 
 }  // namespace
 }  // namespace herd::cpu::internal::avx512

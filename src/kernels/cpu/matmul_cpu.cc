@@ -131,7 +131,13 @@ void QuantizedActivations::Free::operator()(uint8_t* p) const { std::free(p); }
 void QuantizeActivations(DType weight_type, const float* x, int64_t n_tok, int64_t n_in, QuantizedActivations* out,
                          ThreadPool& pool, Isa isa) {
   const ActFormat format = internal::ActFormatFor(weight_type);
-  const bool interleaved = format != ActFormat::kF32 && n_tok >= SetForType(isa, weight_type)->pack_min_tok;
+  // HERD_PACK_MIN_TOK=n overrides the kernel set's choice (for benchmarking the two paths).
+  static const int pack_env = [] {
+    const char* e = std::getenv("HERD_PACK_MIN_TOK");
+    return e ? std::atoi(e) : 0;
+  }();
+  const int pack_min = pack_env > 0 ? pack_env : SetForType(isa, weight_type)->pack_min_tok(weight_type);
+  const bool interleaved = format != ActFormat::kF32 && n_tok >= pack_min;
   const ActLayout layout = ActLayout::Make(format, n_in, interleaved);
   const size_t need = layout.stride * static_cast<size_t>(n_tok);
   if (need > out->capacity_) {

@@ -110,7 +110,7 @@ TEST_P(MatMulCpuTest, MatchesReference) {
   uint32_t seed = 1;
   for (int64_t n_out : {1, 3, 17, 67}) {
     for (int64_t n_in : n_ins) {
-      for (int64_t n_tok : {1, 2, 3, 5, 8, 17}) {
+      for (int64_t n_tok : {1, 2, 3, 4, 5, 7, 8, 12, 16, 17}) {
         Problem p = Make(type, n_out, n_in, n_tok, seed++);
         for (cpu::Isa isa : AvailableIsas()) {
           for (ThreadPool* pool : {&pool1, &pool3}) {
@@ -150,7 +150,7 @@ TEST(MatMulCpu, QuantizedActivationsAreReusableAcrossCompatibleTypes) {
   ASSERT_TRUE(cpu::ActivationsCompatible(DType::kQ4_0, DType::kQ8_0));
   ASSERT_FALSE(cpu::ActivationsCompatible(DType::kQ4_K, DType::kQ4_0));
   ASSERT_FALSE(cpu::ActivationsCompatible(DType::kQ4_0, DType::kQ4_1));
-  for (int64_t n_tok : {4, 20}) {  // natural and (from pack_min_tok on) interleaved layouts
+  for (int64_t n_tok : {1, 4, 20}) {  // natural and (from pack_min_tok on) interleaved layouts
     for (auto [ta, tb] : {std::pair{DType::kQ4_K, DType::kQ6_K}, std::pair{DType::kQ4_0, DType::kQ8_0}}) {
       Problem a = Make(ta, 33, 512, n_tok, 5);
       Problem b = Make(tb, 20, 512, n_tok, 5);  // same seed: same x

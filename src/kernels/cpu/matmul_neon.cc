@@ -101,7 +101,9 @@ struct Kernels {
 
 MatKernel Get(DType type) { return KernelTable<Kernels>(type); }
 
-const KernelSet kSet = {"neon", &Get, 4, 2};
+int PackMinTok(DType) { return 2; }
+
+const KernelSet kSet = {"neon", &Get, 4, &PackMinTok};
 
 }  // namespace
 }  // namespace herd::cpu::internal::neon
