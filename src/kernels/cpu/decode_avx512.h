@@ -24,6 +24,7 @@ alignas(64) inline const int32_t kBlockIdx[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 
 template <bool kFive>
 struct Q45KDec {
   static constexpr size_t kBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  static constexpr int kOffset = 0;  // correction c not a multiple of A()
   const uint8_t* qs;
   const uint8_t* qh;
   __m512i sc;  // int16 lanes 0..7: the 8 sub-block scales
@@ -89,6 +90,7 @@ struct Q45KDec {
 // and bits 2-3 (next 32), chunk 2n+1 = high nibbles | bits 4-5, 6-7.
 struct Q6KDec {
   static constexpr size_t kBytes = sizeof(BlockQ6_K);
+  static constexpr int kOffset = 32;  // c = 32 * A()
   const uint8_t* p_;
   __m512i sc;  // int16 lanes 0..15: the group scales
   __m512 c;    // c_g = 32 * d * sc_g
