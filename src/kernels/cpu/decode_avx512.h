@@ -18,6 +18,16 @@ alignas(64) inline const int16_t kPairIdx[32] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
                                                  1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 alignas(64) inline const int32_t kHalfIdx[16] = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7};
 alignas(64) inline const int32_t kBlockIdx[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+alignas(64) inline const int32_t kHalfIdxHi[16] = {8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15};
+// Q4_K's 12 scale bytes s[] -> lanes 0-7 scales, 8-15 mins (6 bits each):
+//   sc_j = s[j] & 63 (j < 4), (s[j + 4] & 15) | (s[j - 4] >> 6) << 4 (j >= 4)
+//   m_j = s[j + 4] & 63 (j < 4), (s[j + 4] >> 4) | (s[j] >> 6) << 4 (j >= 4)
+alignas(64) inline const int32_t kQ4KLoIdx[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11};
+alignas(64) inline const int32_t kQ4KLoShift[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4};
+alignas(64) inline const int32_t kQ4KLoMask[16] = {63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15};
+alignas(64) inline const int32_t kQ4KHiIdx[16] = {0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7};
+alignas(64) inline const int32_t kQ4KHiMask[16] = {0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30,
+                                                   0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30};
 
 // Q4_K (kFive = false) and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins.
 // Chunk k = elements 64k..64k+63 = low nibbles of qs[32k..32k+31], then their high nibbles.
@@ -29,7 +39,26 @@ struct Q45KDec {
   const uint8_t* qh;
   __m512i sc;  // int16 lanes 0..7: the 8 sub-block scales
   __m512 c;    // c_g = dmin * m[g / 2]
+  __m512 a_;   // BeginI only: a_g = d * sc[g / 2]
   float d_;
+
+  // For KInterleaved (Q4_K): qs, c and a_ only, the scales unpacked with vector ops.
+  HERD_INLINE void BeginI(const uint8_t* p) {
+    static_assert(!kFive);
+    qs = p + 16;
+    const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4)));
+    const __m512i lo = _mm512_and_si512(
+        _mm512_srlv_epi32(_mm512_permutexvar_epi32(_mm512_load_si512(kQ4KLoIdx), b), _mm512_load_si512(kQ4KLoShift)),
+        _mm512_load_si512(kQ4KLoMask));
+    const __m512i hi = _mm512_srli_epi32(_mm512_permutexvar_epi32(_mm512_load_si512(kQ4KHiIdx), b), 2);
+    const __m512i v = _mm512_ternarylogic_epi32(lo, hi, _mm512_load_si512(kQ4KHiMask), 0xF8);  // lo | (hi & mask)
+    const __m128 dm = _mm_cvtph_ps(_mm_loadu_si32(p));                                         // d, dmin
+    const __m512 dd = _mm512_permutexvar_ps(_mm512_load_si512(kBlockIdx), _mm512_zextps128_ps512(dm));
+    const __m512 prod = _mm512_mul_ps(_mm512_cvtepi32_ps(v), dd);  // d * sc_j, dmin * m_j
+    a_ = _mm512_permutexvar_ps(_mm512_load_si512(kHalfIdx), prod);
+    c = _mm512_permutexvar_ps(_mm512_load_si512(kHalfIdxHi), prod);
+  }
+  HERD_INLINE __m512 AI() const { return a_; }
 
   HERD_INLINE void Begin(const uint8_t* p) {
     d_ = HalfAt(p);
@@ -123,6 +152,8 @@ struct Q6KDec {
   HERD_INLINE __m512 A() const {
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(sc))), _mm512_set1_ps(d_));
   }
+  HERD_INLINE void BeginI(const uint8_t* p) { Begin(p); }
+  HERD_INLINE __m512 AI() const { return A(); }
   // Step v of the interleaved order: lane g = elements 16g + 4v .. +3 = chunk g/4, offset
   // m = 16(g%4) + 4v: ql dword 16(g/8) + 4(g%4) + v (high nibble where g & 4) and qh dword
   // 8(g/8) + 4(g%2) + v, bits s = 4((g>>2)&1) + 2((g>>1)&1) rotated to bits 4-5. 6 ops.

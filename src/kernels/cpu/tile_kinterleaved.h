@@ -9,7 +9,7 @@
 //
 // K-quant activations (kQ8B256) have one scale dx per span, so per span, row and token
 //   y += dx * sum_g a_g * isum_g - sum_g c_g * s_g      (a_g = d * sc_g, c_g the correction)
-// = 4 integer dots + cvt, mul, fma, fnma; per span and row one decode (Begin, 4 ICodes, A, C).
+// = 4 integer dots + cvt, mul, fma, fnma; per span and row one decode (BeginI, 4 ICodes, AI, C).
 //
 // The activations of each tile of up to C tokens are first copied into a per-thread buffer,
 // span-major (per span: the C tokens' 256 codes, their dx, their 16 group sums), so the tile
@@ -63,10 +63,10 @@ struct KInterleaved {
       for (int i = 0; i < R; ++i) {
         const uint8_t* p = w0 + i * a.w_stride + sb * Dec::kBytes;
         Prefetch<Dec, Dec::kBytes>(p + R * a.w_stride);
-        dec[i].Begin(p);
+        dec[i].BeginI(p);
 #pragma GCC unroll 4
         for (int v = 0; v < kSteps; ++v) w[i][v] = dec[i].ICodes(v);
-        av[i] = dec[i].A();
+        av[i] = dec[i].AI();
         if constexpr (!kOffset) bv[i] = dec[i].C(0);
       }
 #pragma GCC unroll 16
