@@ -100,9 +100,10 @@ struct BF16Dec {
   }
 };
 
-// Q4_K and Q6_K on 2-16 tokens: KInterleaved (tile_kinterleaved.h), 1 row x 8 tokens (2 rows
-// or 4-token tiles measured slower: the row decode is then shared by fewer tokens or the
-// accumulators spill). From 17 tokens on the packed path is as fast and shares the decode more.
+// Q4_K and Q6_K on 2-16 tokens: KInterleaved (tile_kinterleaved.h), tiles of 1 row x 8 tokens
+// up to 8 tokens, else one tile of up to 16 (each row decoded once; 2 rows or 4-token tiles
+// measured slower: the row decode is then shared by fewer tokens or the accumulators spill).
+// From 17 tokens on the packed path is as fast and shares the decode more.
 constexpr int kKIRows = 1, kKITok = 8, kKIMaxTok = 16;
 constexpr bool HasKInterleaved(DType t) { return t == DType::kQ4_K || t == DType::kQ6_K; }
 
@@ -138,7 +139,11 @@ void KKernel(const KernelArgs& a, int64_t r0, int64_t r1) {
   using Dec = typename KDecFor<T>::Type;
   if constexpr (HasKInterleaved(T)) {
     if (a.layout.interleaved && a.n_tok <= kKIMaxTok) {
-      KInterleaved<V, Dec>::template Run<kKIRows, kKITok>(a, r0, r1);
+      if (a.n_tok <= kKITok) {
+        KInterleaved<V, Dec>::template Run<kKIRows, kKITok>(a, r0, r1);
+      } else {
+        KInterleaved<V, Dec>::template Run<kKIRows, kKIMaxTok>(a, r0, r1);
+      }
       return;
     }
   }
