@@ -1,9 +1,10 @@
 // herd bench-engine -m MODEL --requests 64 --concurrency 16 --prompt-len 512 --gen-len 128
 //                   [--shared-prefix 400] [--batch-tokens 512] [-t THREADS] [--no-prefix-cache]
-//                   [--distinct-prompts K] [--no-coalesce] [--kv-budget 2GiB|0.3] [--json]
+//                   [--request-rate R] [--distinct-prompts K] [--no-coalesce] [--kv-budget 2GiB|0.3] [--json]
 //
 // An offline serving workload through the engine (no HTTP): `concurrency` requests are kept in
-// flight until `requests` have finished. Prompts are random token ids; the first
+// flight until `requests` have finished (closed loop), or, with --request-rate, requests arrive
+// at Poisson times and at most `concurrency` are in flight (open loop). Prompts are random token ids; the first
 // `shared-prefix` tokens are the same for every request (an agent's system prompt). Generation
 // is greedy with end-of-generation ignored, so every request produces exactly gen-len tokens.
 // Times come from the engine's own event timestamps, so the reader's delay does not count.
@@ -41,6 +42,7 @@ struct BenchEngineOptions {
   int batch_tokens = 512;
   int threads = 0;
   int seed = 1;
+  double rate = 0;   // requests/s, Poisson arrivals; 0: submit whenever a slot is free
   int distinct = 0;  // 0: every prompt different; else prompts cycle through this many
   bool no_prefix_cache = false;
   bool no_coalesce = false;
@@ -158,8 +160,18 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   int64_t generated = 0;
   const auto t0 = EngineClock::now();
   EngineClock::time_point t_end = t0;
+  // Open loop (--request-rate): arrival times drawn up front from an exponential distribution,
+  // so the load does not depend on how fast the engine answers.
+  std::mt19937_64 arrivals_rng(static_cast<uint64_t>(o.seed) + 17);
+  std::exponential_distribution<double> gap(o.rate > 0 ? o.rate : 1.0);
+  EngineClock::time_point next_arrival = t0;
+  auto arrived = [&] { return o.rate <= 0 || EngineClock::now() >= next_arrival; };
   while (finished < o.requests) {
-    while (submitted < o.requests && static_cast<int>(live.size()) < o.concurrency) {
+    while (submitted < o.requests && static_cast<int>(live.size()) < o.concurrency && arrived()) {
+      if (o.rate > 0) {
+        next_arrival +=
+            std::chrono::duration_cast<EngineClock::duration>(std::chrono::duration<double>(gap(arrivals_rng)));
+      }
       InFlight f;
       f.submitted = EngineClock::now();
       auto s = engine.Submit(make_request());
@@ -171,7 +183,12 @@ void RunBenchEngine(const BenchEngineOptions& o) {
     }
     {
       std::unique_lock lock(mu);
-      cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return news; });
+      auto wait = std::chrono::milliseconds(20);
+      if (o.rate > 0 && submitted < o.requests) {
+        wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next_arrival - EngineClock::now()),
+                          std::chrono::milliseconds(0), wait);
+      }
+      cv.wait_for(lock, wait, [&] { return news; });
       news = false;
     }
     for (size_t i = 0; i < live.size();) {
@@ -218,16 +235,17 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   if (o.json) {
     std::printf(
         "{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"kv_type\": \"%s\", \"requests\": %d, "
-        "\"concurrency\": %d, \"prompt_len\": %d, \"gen_len\": %d, \"shared_prefix\": %d, \"batch_tokens\": %d, "
+        "\"concurrency\": %d, \"request_rate\": %.3f, \"prompt_len\": %d, \"gen_len\": %d, \"shared_prefix\": %d, "
+        "\"batch_tokens\": %d, "
         "\"prefix_cache\": %s, \"wall_s\": %.3f, \"prompt_tok_s\": %.2f, \"gen_tok_s\": %.2f, \"decode_tok_s\": %.2f, "
         "\"ttft_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"itl_ms\": {\"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f, \"mean\": %.2f}, "
         "\"e2e_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"cache_hit_rate\": %.4f, \"coalesced\": %lld, \"preemptions\": %lld, \"errors\": %d}\n",
-        o.model.c_str(), cpu::MatMulIsaName(), lm.threads, o.kv_type.c_str(), o.requests, o.concurrency, o.prompt_len,
-        o.gen_len, o.shared_prefix, o.batch_tokens, o.no_prefix_cache ? "false" : "true", wall, prompt_tps, gen_tps,
-        decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50, b.p90, b.p99, b.mean, c.p50, c.p90, c.p99, c.mean, hit_rate,
-        static_cast<long long>(after.coalesced - before.coalesced),
+        o.model.c_str(), cpu::MatMulIsaName(), lm.threads, o.kv_type.c_str(), o.requests, o.concurrency, o.rate,
+        o.prompt_len, o.gen_len, o.shared_prefix, o.batch_tokens, o.no_prefix_cache ? "false" : "true", wall,
+        prompt_tps, gen_tps, decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50, b.p90, b.p99, b.mean, c.p50, c.p90, c.p99,
+        c.mean, hit_rate, static_cast<long long>(after.coalesced - before.coalesced),
         static_cast<long long>(after.preemptions - before.preemptions), errors);
   } else {
     std::printf("model: %s  kernels %s, %d threads, kv %s\n", o.model.c_str(), cpu::MatMulIsaName(), lm.threads,
@@ -264,6 +282,7 @@ void AddBenchEngineCommand(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all cores)");
   cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable automatic prefix caching");
+  cmd->add_option("--request-rate", o->rate, "Poisson arrivals at this many requests/s (0: closed loop)");
   cmd->add_option("--distinct-prompts", o->distinct, "Draw prompts from this many distinct ones (0: all distinct)");
   cmd->add_flag("--no-coalesce", o->no_coalesce, "Compute identical greedy requests separately");
   AddKvTypeOption(cmd, &o->kv_type);
