@@ -29,6 +29,10 @@ if [ "$what" = prefix ] || [ "$what" = all ]; then
   # Time to first token, cold against 400 of 512 prompt tokens shared.
   run prefix-cold --requests "$requests" --concurrency 16 --prompt-len 512 --gen-len 128
   run prefix-shared --requests "$requests" --concurrency 16 --prompt-len 512 --gen-len 128 --shared-prefix 400
+  # The same comparison open loop (Poisson arrivals at 0.2 requests/s, 128-token steps): no
+  # synchronized waves of arrivals, so time to first token is queueing + the uncached prefill.
+  run rate-cold --requests 16 --concurrency 16 --prompt-len 512 --gen-len 128 --batch-tokens 128 --request-rate 0.2
+  run rate-shared --requests 16 --concurrency 16 --prompt-len 512 --gen-len 128 --batch-tokens 128 --request-rate 0.2 --shared-prefix 400
 fi
 if [ "$what" = coalesce ] || [ "$what" = all ]; then
   # 24 requests over 4 distinct prompts, identical ones coalesced or computed separately.
