@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config python3
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev
+  libboost1.81-dev                  # Boost.Beast/Asio (header-only) for src/http
   g++-aarch64-linux-gnu qemu-user   # the NEON kernels are cross-built and tested under qemu
 )
 

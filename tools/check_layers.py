@@ -26,6 +26,7 @@ ALLOWED = {
     "kv": {"kernels", "tensor", "base"},
     "tokenizer": {"io", "tensor", "base"},
     "sampling": {"base"},
+    "http": {"base"},  # transport only: knows nothing of models or the engine
     "engine": {"model", "model/arch", "kv", "sampling", "tokenizer", "kernels", "io", "tensor", "base"},
     "cli": None,  # the top: may use everything
 }
