@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/hash.h"
+
 namespace herd {
 namespace {
 
@@ -30,32 +32,21 @@ std::vector<Region> SampledRegions(uint64_t size) {
   return r;
 }
 
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-uint64_t Absorb(uint64_t h, uint64_t word) { return Mix(h ^ (word + 0x9e3779b97f4a7c15ULL)); }
-
 // Absorbs the region's place and bytes (little-endian 8-byte words, the last one zero-padded).
 uint64_t HashRegion(uint64_t h, const Region& region, const uint8_t* data) {
-  h = Absorb(h, region.offset);
-  h = Absorb(h, region.size);
+  h = HashAbsorb(h, region.offset);
+  h = HashAbsorb(h, region.size);
   uint64_t i = 0;
   for (; i + 8 <= region.size; i += 8) {
     uint64_t w;
     std::memcpy(&w, data + i, 8);
     if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
-    h = Absorb(h, w);
+    h = HashAbsorb(h, w);
   }
   if (i < region.size) {
     uint64_t w = 0;
     for (uint64_t k = 0; i + k < region.size; ++k) w |= static_cast<uint64_t>(data[i + k]) << (8 * k);
-    h = Absorb(h, w);
+    h = HashAbsorb(h, w);
   }
   return h;
 }
@@ -70,7 +61,7 @@ constexpr uint64_t kSeed = 0x66696c652d696431ULL;  // "file-id1"
 
 std::string FileIdentity(std::span<const uint8_t> bytes) {
   const uint64_t size = bytes.size();
-  uint64_t h = Absorb(kSeed, size);
+  uint64_t h = HashAbsorb(kSeed, size);
   for (const Region& r : SampledRegions(size)) h = HashRegion(h, r, bytes.data() + r.offset);
   return Format(size, h);
 }
@@ -94,7 +85,7 @@ Result<std::string> FileIdentityAt(const std::string& path) {
   if (fstat(fd, &st) != 0) return IoError(path + ": fstat: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return IoError(path + ": not a regular file");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  uint64_t h = Absorb(kSeed, size);
+  uint64_t h = HashAbsorb(kSeed, size);
   std::vector<uint8_t> buf;
   for (const Region& r : SampledRegions(size)) {
     buf.resize(r.size);

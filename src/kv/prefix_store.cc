@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "base/check.h"
+#include "base/hash.h"
 
 namespace herd {
 namespace {
@@ -19,17 +20,6 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kFixedHeader = 8 + 4 + 4 + 8 + 8 + 8 + 4;  // magic .. key length
 constexpr uint32_t kMaxKeyBytes = 1 << 16;
 constexpr uint64_t kRecordHeader = 16;  // block hash, checksum
-
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-uint64_t Absorb(uint64_t h, uint64_t word) { return Mix(h ^ (word + 0x9e3779b97f4a7c15ULL)); }
 
 uint64_t GetLe(const uint8_t* p, int n) {
   uint64_t v = 0;
@@ -44,10 +34,10 @@ void PutLe(std::vector<uint8_t>& out, uint64_t v, int n) {
 // 64-bit checksum of bytes (little-endian words, the last one zero-padded). Detects any
 // corruption of a few bits with certainty and random corruption with probability 1 - 2^-64.
 uint64_t Checksum(const uint8_t* p, size_t n) {
-  uint64_t h = Absorb(0x6b762d626c6f636bULL, n);
+  uint64_t h = HashAbsorb(0x6b762d626c6f636bULL, n);
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) h = Absorb(h, GetLe(p + i, 8));
-  if (i < n) h = Absorb(h, GetLe(p + i, static_cast<int>(n - i)));
+  for (; i + 8 <= n; i += 8) h = HashAbsorb(h, GetLe(p + i, 8));
+  if (i < n) h = HashAbsorb(h, GetLe(p + i, static_cast<int>(n - i)));
   return h;
 }
 
