@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/engine.h"
+#include "engine_test_util.h"
 #include "io/file_identity.h"
 #include "io/gguf.h"
 #include "model/test_models.h"
@@ -18,45 +19,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct Fixture {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> cache;
-  std::unique_ptr<Engine> engine;
-};
+using testing::EngineSetup;
+using testing::Fixture;
+using testing::Greedy;
+using testing::Prompt;
 
 // A fresh engine over the tiny test model, keyed by the model file's identity.
 Fixture Make(bool prefix_caching = true, DType kv_type = DType::kF16, int32_t n_blocks = 64) {
-  Fixture f;
-  const std::string path = testing::TestModelPath("tiny", "F32");
-  f.file = std::move(GgufFile::Open(path)).value();
-  f.backend = MakeReferenceBackend();
-  f.model = std::move(LoadModel(*f.file, f.backend.get())).value();
-  const ModelConfig& c = f.model->config();
-  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, n_blocks, kv_type};
-  f.cache = std::move(KvCache::Create(f.backend.get(), kc)).value();
-  EngineOptions o;
-  o.prefix_caching = prefix_caching;
-  o.cache_key = FileIdentityAt(path).value();
-  f.engine = std::move(Engine::Create(f.model.get(), f.cache.get(), nullptr, o)).value();
-  return f;
-}
-
-std::vector<int32_t> Prompt(int n, int seed, int32_t n_vocab) {
-  std::mt19937 rng(static_cast<unsigned>(seed));
-  std::vector<int32_t> p;
-  for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>(rng() % static_cast<unsigned>(n_vocab)));
-  return p;
-}
-
-GenerationRequest Greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
-  GenerationRequest r;
-  r.prompt = std::move(prompt);
-  r.sampling.temperature = 0.0f;
-  r.max_tokens = max_tokens;
-  r.ignore_eos = true;
-  return r;
+  EngineSetup s;
+  s.prefix_caching = prefix_caching;
+  s.kv_type = kv_type;
+  s.n_blocks = n_blocks;
+  s.cache_key = FileIdentityAt(testing::TestModelPath("tiny", "F32")).value();
+  return testing::Make(s);
 }
 
 struct Outcome {

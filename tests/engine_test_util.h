@@ -1,0 +1,74 @@
+// Shared by the engine's end-to-end tests: an engine over the tiny random test model (reference
+// backend unless asked otherwise), prompts and greedy requests.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "io/gguf.h"
+#include "model/test_models.h"
+
+namespace herd::testing {
+
+struct Fixture {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<KvCache> cache;
+  std::unique_ptr<Engine> engine;
+};
+
+struct EngineSetup {
+  int32_t n_blocks = 64;
+  int32_t block_size = 16;
+  int32_t max_batch_tokens = 512;
+  int32_t max_running = 64;
+  int32_t max_waiting = 1024;
+  int32_t n_ctx = 0;
+  bool prefix_caching = true;
+  bool cpu = false;
+  DType kv_type = DType::kF16;
+  std::string cache_key = "tiny-F32";
+};
+
+inline Fixture Make(const EngineSetup& s) {
+  Fixture f;
+  f.file = std::move(GgufFile::Open(TestModelPath("tiny", "F32"))).value();
+  f.backend = s.cpu ? MakeCpuBackend(2) : MakeReferenceBackend();
+  f.model = std::move(LoadModel(*f.file, f.backend.get())).value();
+  f.tokenizer = std::move(Tokenizer::FromGguf(*f.file)).value();
+  const ModelConfig& c = f.model->config();
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, s.block_size, s.n_blocks, s.kv_type};
+  f.cache = std::move(KvCache::Create(f.backend.get(), kc)).value();
+  EngineOptions o;
+  o.scheduler.max_batch_tokens = s.max_batch_tokens;
+  o.scheduler.max_running = s.max_running;
+  o.scheduler.max_waiting = s.max_waiting;
+  o.n_ctx = s.n_ctx;
+  o.prefix_caching = s.prefix_caching;
+  o.cache_key = s.cache_key;
+  f.engine = std::move(Engine::Create(f.model.get(), f.cache.get(), f.tokenizer.get(), o)).value();
+  return f;
+}
+
+inline std::vector<int32_t> Prompt(int n, int seed, int32_t n_vocab) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(static_cast<int32_t>(rng() % static_cast<unsigned>(n_vocab)));
+  return p;
+}
+
+inline GenerationRequest Greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0.0f;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+}  // namespace herd::testing
