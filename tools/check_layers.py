@@ -26,7 +26,10 @@ ALLOWED = {
     "kv": {"kernels", "tensor", "base"},
     "tokenizer": {"io", "tensor", "base"},
     "sampling": {"base"},
+    "chat": {"base"},
     "http": {"base"},  # transport only: knows nothing of models or the engine
+    "api": {"base"},  # protocol-neutral request/response types and the Status -> HTTP mapping
+    "protocols/openai": {"api", "base"},
     "engine": {"model", "model/arch", "kv", "sampling", "tokenizer", "kernels", "io", "tensor", "base"},
     "cli": None,  # the top: may use everything
 }

@@ -1,0 +1,37 @@
+// Errors as the APIs report them, protocol-neutral. Every recoverable herd error (a Status) maps
+// to an HTTP status in exactly one place (HttpStatusFor); each protocol then renders ApiError in
+// its own shape (OpenAI {"error": {...}}, Anthropic {"type": "error", ...}, Ollama {"error": "..."}).
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+
+namespace herd::api {
+
+enum class ErrorKind {
+  kInvalidRequest,  // 400: malformed JSON, a bad or unsupported parameter
+  kAuthentication,  // 401
+  kNotFound,        // 404: unknown model or route
+  kTooLarge,        // 413
+  kUnprocessable,   // 422
+  kOverloaded,      // 429 / 503 / 529 by protocol: queue full
+  kInternal,        // 500
+};
+
+struct ApiError {
+  ErrorKind kind = ErrorKind::kInvalidRequest;
+  std::string message;
+  std::string param;  // the offending field ("messages[1].role"), empty when none
+  std::string code;   // machine-readable detail, e.g. "context_length_exceeded"
+};
+
+ApiError InvalidRequest(std::string message, std::string param = {});
+
+// The one mapping from herd's StatusCode to an API error kind.
+ApiError FromStatus(const Status& status);
+
+// Default HTTP status of a kind (protocols may override kOverloaded: Anthropic uses 529).
+int HttpStatusFor(ErrorKind kind);
+
+}  // namespace herd::api

@@ -1,0 +1,47 @@
+// Protocol-neutral chat and completion requests: what the OpenAI, Anthropic and Ollama parsers
+// produce and the server turns into engine requests (tokenized with the model's chat template).
+// Plain data; the engine never sees these and protocols never see engine types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace herd::api {
+
+struct ChatMessage {
+  std::string role;     // system | developer | user | assistant | tool
+  std::string content;  // text (text parts concatenated)
+  std::string name;
+  std::string tool_call_id;
+};
+
+// Sampling and stopping, with "absent" kept distinct from any value so each protocol's defaults
+// apply in the server, not here.
+struct GenerationOptions {
+  std::optional<int32_t> max_tokens;
+  std::optional<float> temperature, top_p, min_p, typical_p;
+  std::optional<int32_t> top_k;
+  std::optional<float> repeat_penalty, presence_penalty, frequency_penalty;
+  std::optional<int32_t> repeat_last_n;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  int32_t n = 1;
+  bool json_object = false;  // response_format json_object / format "json"
+};
+
+struct ChatRequest {
+  std::string model;
+  std::vector<ChatMessage> messages;
+  GenerationOptions options;
+  bool stream = false;
+  bool include_usage = false;  // OpenAI stream_options.include_usage
+  std::string user;
+};
+
+}  // namespace herd::api

@@ -1,0 +1,262 @@
+#include "protocols/openai/chat_request.h"
+
+#include <set>
+#include <string>
+
+namespace herd::openai {
+namespace {
+
+using nlohmann::json;
+
+struct Parser {
+  api::ApiError* error;
+  bool Fail(std::string message, std::string param) {
+    *error = api::InvalidRequest(std::move(message), std::move(param));
+    return false;
+  }
+  bool Number(const json& j, const char* name, double lo, double hi, std::optional<float>* out) {
+    if (!j.contains(name) || j[name].is_null()) return true;
+    if (!j[name].is_number()) return Fail(std::string(name) + " must be a number", name);
+    const double v = j[name].get<double>();
+    if (v < lo || v > hi) {
+      return Fail(
+          std::string(name) + " must be in [" + json(lo).dump() + ", " + json(hi).dump() + "], got " + j[name].dump(),
+          name);
+    }
+    *out = static_cast<float>(v);
+    return true;
+  }
+  bool Integer(const json& j, const char* name, int64_t lo, int64_t hi, std::optional<int32_t>* out) {
+    if (!j.contains(name) || j[name].is_null()) return true;
+    if (!j[name].is_number_integer()) return Fail(std::string(name) + " must be an integer", name);
+    const int64_t v = j[name].get<int64_t>();
+    if (v < lo || v > hi) {
+      return Fail(std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                      std::to_string(v),
+                  name);
+    }
+    *out = static_cast<int32_t>(v);
+    return true;
+  }
+  bool Bool(const json& j, const char* name, bool* out) {
+    if (!j.contains(name) || j[name].is_null()) return true;
+    if (!j[name].is_boolean()) return Fail(std::string(name) + " must be a boolean", name);
+    *out = j[name].get<bool>();
+    return true;
+  }
+};
+
+// Text of a message's content: a string, or an array of {"type": "text", "text": ...} parts.
+bool ContentText(Parser& p, const json& content, const std::string& param, bool may_be_null, std::string* out) {
+  if (content.is_null()) return may_be_null ? true : p.Fail(param + " must not be null", param);
+  if (content.is_string()) {
+    *out = content.get<std::string>();
+    return true;
+  }
+  if (!content.is_array()) return p.Fail(param + " must be a string or an array of content parts", param);
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    const std::string pp = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      return p.Fail(pp + " must be an object with a type", pp);
+    }
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text") {
+      return p.Fail("content parts of type '" + type + "' are not supported (text only)", pp + ".type");
+    }
+    if (!part.contains("text") || !part["text"].is_string()) return p.Fail(pp + ".text must be a string", pp + ".text");
+    *out += part["text"].get<std::string>();
+  }
+  return true;
+}
+
+bool ParseMessages(Parser& p, const json& body, std::vector<api::ChatMessage>* out) {
+  if (!body.contains("messages")) return p.Fail("messages is required", "messages");
+  const json& msgs = body["messages"];
+  if (!msgs.is_array()) return p.Fail("messages must be an array", "messages");
+  if (msgs.empty()) return p.Fail("messages must not be empty", "messages");
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const json& m = msgs[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return p.Fail(param + " must be an object", param);
+    if (!m.contains("role") || !m["role"].is_string()) return p.Fail(param + ".role must be a string", param + ".role");
+    api::ChatMessage msg;
+    msg.role = m["role"].get<std::string>();
+    if (kRoles.count(msg.role) == 0) {
+      return p.Fail("unknown role '" + msg.role + "' (system, developer, user, assistant, tool)", param + ".role");
+    }
+    if (m.contains("tool_calls") || m.contains("function_call") || m.contains("audio")) {
+      return p.Fail("assistant tool calls are not supported yet", param + ".tool_calls");
+    }
+    if (!m.contains("content")) return p.Fail(param + ".content is required", param + ".content");
+    if (!ContentText(p, m["content"], param + ".content", msg.role == "assistant", &msg.content)) return false;
+    if (m.contains("name")) {
+      if (!m["name"].is_string()) return p.Fail(param + ".name must be a string", param + ".name");
+      msg.name = m["name"].get<std::string>();
+    }
+    if (msg.role == "tool") {
+      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
+        return p.Fail(param + ".tool_call_id must be a string", param + ".tool_call_id");
+      }
+      msg.tool_call_id = m["tool_call_id"].get<std::string>();
+    }
+    out->push_back(std::move(msg));
+  }
+  return true;
+}
+
+bool ParseStop(Parser& p, const json& body, std::vector<std::string>* out) {
+  if (!body.contains("stop") || body["stop"].is_null()) return true;
+  const json& s = body["stop"];
+  if (s.is_string()) {
+    out->push_back(s.get<std::string>());
+    return true;
+  }
+  if (!s.is_array()) return p.Fail("stop must be a string or an array of strings", "stop");
+  if (s.size() > 4) return p.Fail("stop may hold at most 4 sequences", "stop");
+  for (const json& x : s) {
+    if (!x.is_string()) return p.Fail("stop must be a string or an array of strings", "stop");
+    out->push_back(x.get<std::string>());
+  }
+  return true;
+}
+
+bool ParseLogitBias(Parser& p, const json& body, std::vector<std::pair<int32_t, float>>* out) {
+  if (!body.contains("logit_bias") || body["logit_bias"].is_null()) return true;
+  const json& b = body["logit_bias"];
+  if (!b.is_object()) return p.Fail("logit_bias must be an object of token id -> bias", "logit_bias");
+  for (const auto& [key, value] : b.items()) {
+    size_t used = 0;
+    long id = -1;
+    try {
+      id = std::stol(key, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != key.size() || id < 0 || id > INT32_MAX) {
+      return p.Fail("logit_bias keys must be token ids, got '" + key + "'", "logit_bias");
+    }
+    if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100) {
+      return p.Fail("logit_bias values must be numbers in [-100, 100]", "logit_bias");
+    }
+    out->emplace_back(static_cast<int32_t>(id), value.get<float>());
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseChatRequest(const json& body, api::ChatRequest* out, api::ApiError* error) {
+  Parser p{error};
+  if (!body.is_object()) return p.Fail("the request body must be a JSON object", "");
+  static const std::set<std::string> kKnown = {"model",
+                                               "messages",
+                                               "max_tokens",
+                                               "max_completion_tokens",
+                                               "temperature",
+                                               "top_p",
+                                               "n",
+                                               "stop",
+                                               "seed",
+                                               "presence_penalty",
+                                               "frequency_penalty",
+                                               "logit_bias",
+                                               "logprobs",
+                                               "top_logprobs",
+                                               "response_format",
+                                               "stream",
+                                               "stream_options",
+                                               "user",
+                                               "top_k",
+                                               "min_p",
+                                               "typical_p",
+                                               "repeat_penalty",
+                                               "repeat_last_n",
+                                               "store",
+                                               "metadata",
+                                               "service_tier"};
+  static const std::set<std::string> kNotYet = {
+      "tools", "tool_choice", "parallel_tool_calls", "functions",        "function_call",
+      "audio", "modalities",  "prediction",          "reasoning_effort", "web_search_options"};
+  for (const auto& [key, value] : body.items()) {
+    if (kNotYet.count(key) != 0) return p.Fail(key + " is not supported by herd yet", key);
+    if (kKnown.count(key) == 0) return p.Fail("unrecognized request argument: " + key, key);
+  }
+  if (!body.contains("model") || !body["model"].is_string()) return p.Fail("model must be a string", "model");
+  out->model = body["model"].get<std::string>();
+  if (!ParseMessages(p, body, &out->messages)) return false;
+  api::GenerationOptions& o = out->options;
+  if (!p.Integer(body, "max_tokens", 1, INT32_MAX, &o.max_tokens)) return false;
+  if (!p.Integer(body, "max_completion_tokens", 1, INT32_MAX, &o.max_tokens)) return false;
+  if (!p.Number(body, "temperature", 0, 2, &o.temperature)) return false;
+  if (!p.Number(body, "top_p", 0, 1, &o.top_p)) return false;
+  if (!p.Number(body, "presence_penalty", -2, 2, &o.presence_penalty)) return false;
+  if (!p.Number(body, "frequency_penalty", -2, 2, &o.frequency_penalty)) return false;
+  if (!p.Number(body, "min_p", 0, 1, &o.min_p)) return false;
+  if (!p.Number(body, "typical_p", 0, 1, &o.typical_p)) return false;
+  if (!p.Number(body, "repeat_penalty", 0, 10, &o.repeat_penalty)) return false;
+  if (!p.Integer(body, "top_k", 0, INT32_MAX, &o.top_k)) return false;
+  if (!p.Integer(body, "repeat_last_n", -1, INT32_MAX, &o.repeat_last_n)) return false;
+  std::optional<int32_t> n;
+  if (!p.Integer(body, "n", 1, 128, &n)) return false;
+  o.n = n.value_or(1);
+  if (body.contains("seed") && !body["seed"].is_null()) {
+    if (!body["seed"].is_number_integer()) return p.Fail("seed must be an integer", "seed");
+    o.seed = static_cast<uint64_t>(body["seed"].get<int64_t>());
+  }
+  if (!ParseStop(p, body, &o.stop)) return false;
+  if (!ParseLogitBias(p, body, &o.logit_bias)) return false;
+  if (!p.Bool(body, "logprobs", &o.logprobs)) return false;
+  std::optional<int32_t> top_logprobs;
+  if (!p.Integer(body, "top_logprobs", 0, 20, &top_logprobs)) return false;
+  if (top_logprobs && !o.logprobs) return p.Fail("top_logprobs requires logprobs to be true", "top_logprobs");
+  o.top_logprobs = top_logprobs.value_or(0);
+  if (body.contains("response_format") && !body["response_format"].is_null()) {
+    const json& rf = body["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) {
+      return p.Fail("response_format must be an object with a type", "response_format");
+    }
+    const std::string type = rf["type"].get<std::string>();
+    if (type == "json_object") {
+      o.json_object = true;
+    } else if (type != "text") {
+      return p.Fail("response_format type '" + type + "' is not supported yet (text, json_object)",
+                    "response_format.type");
+    }
+  }
+  if (!p.Bool(body, "stream", &out->stream)) return false;
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    const json& so = body["stream_options"];
+    if (!out->stream) return p.Fail("stream_options is only allowed when stream is true", "stream_options");
+    if (!so.is_object()) return p.Fail("stream_options must be an object", "stream_options");
+    if (!p.Bool(so, "include_usage", &out->include_usage)) return false;
+  }
+  if (body.contains("user") && !body["user"].is_null()) {
+    if (!body["user"].is_string()) return p.Fail("user must be a string", "user");
+    out->user = body["user"].get<std::string>();
+  }
+  if (body.contains("store") && body["store"].is_boolean() && body["store"].get<bool>()) {
+    return p.Fail("store is not supported by herd (completions are not stored)", "store");
+  }
+  return true;
+}
+
+json ErrorBody(const api::ApiError& e) {
+  const char* type = "invalid_request_error";
+  switch (e.kind) {
+    case api::ErrorKind::kInvalidRequest:
+    case api::ErrorKind::kTooLarge:
+    case api::ErrorKind::kUnprocessable:
+    case api::ErrorKind::kNotFound: type = "invalid_request_error"; break;
+    case api::ErrorKind::kAuthentication: type = "authentication_error"; break;
+    case api::ErrorKind::kOverloaded:
+    case api::ErrorKind::kInternal: type = "server_error"; break;
+  }
+  json err = {{"message", e.message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (!e.param.empty()) err["param"] = e.param;
+  if (!e.code.empty()) err["code"] = e.code;
+  return json{{"error", err}};
+}
+
+}  // namespace herd::openai
