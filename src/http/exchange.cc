@@ -17,8 +17,8 @@ bool IsFramingHeader(std::string_view name) {
 
 }  // namespace
 
-std::string SerializeHead(int status, const Headers& headers, long long content_length, bool keep_alive,
-                          int version, const std::string& cors_origin) {
+std::string SerializeHead(int status, const Headers& headers, long long content_length, bool keep_alive, int version,
+                          const std::string& cors_origin) {
   std::string out;
   out.reserve(256);
   out += "HTTP/1.1 ";
@@ -80,8 +80,8 @@ void Exchange::Respond(HttpResponse response) {
     if (auto c = response.headers.Get("Connection")) close_requested = EqualsIgnoreCase(*c, "close");
     keep_alive_ = info_.keep_alive && !close_requested;
     long long length = StatusHasNoBody(response.status) ? -1 : static_cast<long long>(response.body.size());
-    std::string bytes = SerializeHead(response.status, response.headers, length, keep_alive_, info_.version,
-                                      info_.cors_origin);
+    std::string bytes =
+        SerializeHead(response.status, response.headers, length, keep_alive_, info_.version, info_.cors_origin);
     if (!info_.head && !StatusHasNoBody(response.status)) bytes += response.body;
     wake = QueueLocked(bytes);
   }

@@ -29,8 +29,8 @@ struct ExchangeInfo {
 
 // Serializes a status line and headers. `content_length` < 0 means chunked framing (or, for
 // HTTP/1.0, a body delimited by closing the connection).
-std::string SerializeHead(int status, const Headers& headers, long long content_length, bool keep_alive,
-                          int version, const std::string& cors_origin);
+std::string SerializeHead(int status, const Headers& headers, long long content_length, bool keep_alive, int version,
+                          const std::string& cors_origin);
 
 class Exchange final : public Responder, public ResponseStream, public std::enable_shared_from_this<Exchange> {
  public:
@@ -71,7 +71,7 @@ class Exchange final : public Responder, public ResponseStream, public std::enab
   std::shared_ptr<Session> session_;  // null once detached or cancelled
   bool answered_ = false;             // Respond or StartStream happened
   bool streaming_ = false;
-  bool complete_ = false;             // all bytes of the response are queued
+  bool complete_ = false;  // all bytes of the response are queued
   bool keep_alive_ = false;
   bool chunked_ = false;
   bool wake_posted_ = false;

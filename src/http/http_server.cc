@@ -74,8 +74,8 @@ void HttpServer::Impl::Reject(tcp::socket socket) {
   // Best effort and non-blocking: a rejected client must not hold anything.
   HttpResponse r = state->router.FormatError(503, "too many open connections", HttpRequest{});
   r.headers.Set("Retry-After", "1");
-  std::string bytes = http_internal::SerializeHead(r.status, r.headers, static_cast<long long>(r.body.size()),
-                                                   false, 11, state->config.cors_allow_origin) +
+  std::string bytes = http_internal::SerializeHead(r.status, r.headers, static_cast<long long>(r.body.size()), false,
+                                                   11, state->config.cors_allow_origin) +
                       r.body;
   boost::system::error_code ec;
   socket.non_blocking(true, ec);

@@ -36,8 +36,8 @@ class ResponseStream {
 
   // Server-Sent Events framing. `data` may hold newlines (each line becomes a data: field).
   bool WriteSse(std::string_view event, std::string_view data);  // "event: E\ndata: D\n\n"
-  bool WriteSseData(std::string_view data);                       // "data: D\n\n"
-  bool WriteSseComment(std::string_view text);                    // ": text\n\n" (keep-alive ping)
+  bool WriteSseData(std::string_view data);                      // "data: D\n\n"
+  bool WriteSseComment(std::string_view text);                   // ": text\n\n" (keep-alive ping)
   // NDJSON: `json` (one line, no newline inside) followed by "\n".
   bool WriteNdjson(std::string_view json);
 };

@@ -31,7 +31,8 @@ using HttpHandler = std::function<void(HttpRequest& request, std::shared_ptr<Res
 // Builds the response for an error the transport or router produced (400 malformed, 404,
 // 405, 408, 413, 431, 500, 503). `request` holds whatever was parsed (possibly only the
 // method and path, or nothing for garbage). Must not throw.
-using HttpErrorFormatter = std::function<HttpResponse(int status, std::string_view message, const HttpRequest& request)>;
+using HttpErrorFormatter =
+    std::function<HttpResponse(int status, std::string_view message, const HttpRequest& request)>;
 
 class Router {
  public:

@@ -139,9 +139,8 @@ void Session::ReadHeader() {
   stream_.expires_never();
   read_timed_out_ = false;
   ArmReadTimer(state_->config.header_timeout);
-  http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-    self->OnHeader(ec);
-  });
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
 }
 
 void Session::OnHeader(beast::error_code ec) {
@@ -223,8 +222,8 @@ void Session::Dispatch() {
   bool keep_alive = parser_->get().keep_alive() && !state_->stopping.load() && !shutdown_requested_;
   parser_.reset();
   const HttpServerConfig& cfg = state_->config;
-  exchange_info_ = ExchangeInfo{++exchange_id_, request_.method == "HEAD", keep_alive, request_.version,
-                                cfg.cors_allow_origin, cfg.max_stream_buffer_bytes};
+  exchange_info_ = ExchangeInfo{++exchange_id_,   request_.method == "HEAD", keep_alive,
+                                request_.version, cfg.cors_allow_origin,     cfg.max_stream_buffer_bytes};
   auto e = std::make_shared<Exchange>(shared_from_this(), exchange_info_);
   exchange_ = e;
   handling_ = true;
@@ -248,9 +247,8 @@ void Session::StartMonitor() {
   if (monitor_pending_ || buffer_.size() > 0) return;
   monitor_pending_ = true;
   stream_.expires_never();
-  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
-    self->OnMonitor(ec, n);
-  });
+  stream_.async_read_some(buffer_.prepare(4096),
+                          [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnMonitor(ec, n); });
 }
 
 void Session::OnMonitor(beast::error_code ec, size_t n) {

@@ -83,10 +83,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::weak_ptr<Exchange> exchange_;  // the handler's answer in progress
   ExchangeInfo exchange_info_;        // of the request in progress
   uint64_t exchange_id_ = 0;
-  bool handling_ = false;             // a request is dispatched and its response not done
+  bool handling_ = false;  // a request is dispatched and its response not done
   bool writing_ = false;
   bool monitor_pending_ = false;
-  bool next_after_monitor_ = false;   // the response finished while the monitor read was pending
+  bool next_after_monitor_ = false;  // the response finished while the monitor read was pending
   bool shutdown_requested_ = false;
   bool closed_ = false;
   std::string write_buf_;
