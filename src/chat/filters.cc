@@ -43,6 +43,7 @@ Result<Value> AttrPath(const Value& v, const std::string& path) {
 }
 
 Result<Value> SelectOrReject(const Value& subject, CallArgs& args, bool select, bool by_attr) {
+  if (!subject.Truthy()) return Value::List();  // jinja2 yields nothing for a falsy input (even None)
   HERD_ASSIGN_OR_RETURN(ValueList items, Iterate(subject));
   std::string attr;
   size_t test_at = 0;
@@ -230,6 +231,7 @@ Result<Value> ApplyFilter(const std::string& name, const Value& v, CallArgs& arg
     return Value::List(std::move(out));
   }
   if (name == "map") {
+    if (!v.Truthy()) return Value::List();  // as jinja2: a falsy input (even None) maps to nothing
     HERD_ASSIGN_OR_RETURN(ValueList items, Iterate(v));
     ValueList out;
     const Value* attr = args.Get(99, "attribute");

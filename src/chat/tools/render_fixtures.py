@@ -101,6 +101,31 @@ CASES = {
             {"role": "assistant", "content": "It is 21.5 °C in Zürich."},
         ],
         tools=TOOLS, add_generation_prompt=False),
+    "content_parts": dict(
+        messages=[SYSTEM, {"role": "user", "content": [{"type": "text", "text": "Describe this."},
+                                                        {"type": "text", "text": "Be brief."}]}],
+        add_generation_prompt=True),
+    "reasoning_history": dict(
+        messages=[U1, {"role": "assistant", "content": "Hi! I can help.",
+                       "reasoning_content": "The user greets me; answer politely."}, U2],
+        add_generation_prompt=True, extra={"enable_thinking": True}),
+    "tool_call_string_args": dict(
+        messages=[
+            {"role": "user", "content": "Search for jinja2."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call67890", "type": "function",
+                 "function": {"name": "search", "arguments": "{\"query\": \"jinja2\"}"}}]},
+            {"role": "tool", "tool_call_id": "call67890", "name": "search", "content": "Jinja2 is a template engine."},
+        ],
+        tools=TOOLS, add_generation_prompt=True),
+    "functions_kwarg": dict(messages=[SYSTEM, U1], add_generation_prompt=True,
+                            extra={"functions": json.dumps([t["function"] for t in TOOLS], indent=2),
+                                   "datetime": "2025-03-07"}),
+    "legacy_tools": dict(
+        messages=[{"role": "user", "content": "Weather in Zürich?"}],
+        tools=[{"name": "get_weather", "description": "Get the weather.",
+                "parameter_definitions": {"city": {"description": "City", "type": "str", "required": True}}}],
+        add_generation_prompt=True),
     "extra_kwargs": dict(messages=[U1, A1, U2], add_generation_prompt=True,
                          extra={"enable_thinking": False, "reasoning_effort": "high"}),
 }
@@ -170,7 +195,7 @@ def main():
             }
             doc = {"template": path.name, "case": name, "context": context, "expected": expected}
             out = OUT / f"{path.stem}.{name}.json"
-            out.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+            out.write_text(json.dumps(doc, ensure_ascii=False) + "\n")
             count += 1
     print(f"wrote {count} fixtures to {OUT}", file=sys.stderr)
     return 0
