@@ -583,6 +583,8 @@ Result<ExprPtr> Parser::ParsePostfix(ExprPtr node) {
       node = std::move(sub);
     } else if (IsOp("(")) {
       ExprPtr call = Node(ExprKind::kCall, at);
+      call->line = node->line;  // errors point at the callee, not at '('
+      call->column = node->column;
       call->args.push_back(std::move(node));
       HERD_RETURN_IF_ERROR(ParseCallArgs(*call));
       node = std::move(call);
