@@ -30,6 +30,7 @@ ALLOWED = {
     "http": {"base"},  # transport only: knows nothing of models or the engine
     "api": {"base"},  # protocol-neutral request/response types and the Status -> HTTP mapping
     "protocols/openai": {"api", "base"},
+    "protocols/anthropic": {"api", "base"},
     "engine": {"model", "model/arch", "kv", "sampling", "tokenizer", "kernels", "io", "tensor", "base"},
     "cli": None,  # the top: may use everything
 }

@@ -35,13 +35,22 @@ struct GenerationOptions {
   bool json_object = false;  // response_format json_object / format "json"
 };
 
+// Anthropic cache_control: keep the prompt prefix that ends after messages[message_index]'s
+// first `content_bytes` bytes cached for `ttl_seconds`.
+struct CacheBreakpoint {
+  int32_t message_index = 0;
+  size_t content_bytes = 0;
+  int32_t ttl_seconds = 300;
+};
+
 struct ChatRequest {
   std::string model;
-  std::vector<ChatMessage> messages;
+  std::vector<ChatMessage> messages;  // a system prompt, if any, is messages[0] with role "system"
+  std::vector<CacheBreakpoint> cache_breakpoints;
   GenerationOptions options;
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
-  std::string user;
+  std::string user;            // OpenAI user / Anthropic metadata.user_id
 };
 
 }  // namespace herd::api
