@@ -53,7 +53,7 @@ enum class StmtKind : uint8_t {
   kFilterBlock,  // filter expr: body
   kBreak,
   kContinue,
-  kScope,        // body only (e.g. HF's {% generation %})
+  kScope,  // body only (e.g. HF's {% generation %})
 };
 
 struct Stmt;

@@ -26,7 +26,8 @@ Value FromJson(const nlohmann::ordered_json& j) {
     case nlohmann::json::value_t::object: {
       ValueDict d;
       d.items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) d.items.emplace_back(Value::String(it.key()), FromJson(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        d.items.emplace_back(Value::String(it.key()), FromJson(it.value()));
       return Value::Dict(std::move(d));
     }
     default: return Value::None();

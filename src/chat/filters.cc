@@ -58,7 +58,9 @@ Result<Value> SelectOrReject(const Value& subject, CallArgs& args, bool select, 
   ValueList out;
   for (const Value& item : items) {
     Value probe = item;
-    if (by_attr) { HERD_ASSIGN_OR_RETURN(probe, AttrPath(item, attr)); }
+    if (by_attr) {
+      HERD_ASSIGN_OR_RETURN(probe, AttrPath(item, attr));
+    }
     bool hit;
     if (test == nullptr) {
       hit = probe.Truthy();
@@ -73,9 +75,13 @@ Result<Value> SelectOrReject(const Value& subject, CallArgs& args, bool select, 
 Result<Value> SortItems(ValueList items, bool reverse, bool case_sensitive, const std::string& attr, bool by_value) {
   auto key = [&](const Value& v) -> Result<Value> {
     Value k = v;
-    if (by_value) k = v.list()[1];
-    else if (v.is_tuple() && v.list().size() == 2 && attr == "\x01") k = v.list()[0];
-    if (!attr.empty() && attr != "\x01") { HERD_ASSIGN_OR_RETURN(k, AttrPath(v, attr)); }
+    if (by_value)
+      k = v.list()[1];
+    else if (v.is_tuple() && v.list().size() == 2 && attr == "\x01")
+      k = v.list()[0];
+    if (!attr.empty() && attr != "\x01") {
+      HERD_ASSIGN_OR_RETURN(k, AttrPath(v, attr));
+    }
     if (!case_sensitive && k.is_string()) k = Value::String(PyLower(k.str()));
     return k;
   };
@@ -110,12 +116,18 @@ std::string Indent(const std::string& text, const std::string& pad, bool first, 
   }
   std::string rv;
   if (blank) {
-    for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + pad : "") + lines[i];
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i > 0) rv.append("\n").append(pad);
+      rv.append(lines[i]);
+    }
   } else {
     rv = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? "" : pad + lines[i]);
+    for (size_t i = 1; i < lines.size(); ++i) {
+      rv.append("\n");
+      if (!lines[i].empty()) rv.append(pad).append(lines[i]);
+    }
   }
-  return first ? pad + rv : rv;
+  return first ? std::string(pad).append(rv) : rv;
 }
 
 }  // namespace
@@ -172,7 +184,9 @@ Result<Value> ApplyFilter(const std::string& name, const Value& v, CallArgs& arg
     for (size_t i = 0; i < items.size(); ++i) {
       if (i > 0 && sep) out += ToStr(*sep);
       Value item = items[i];
-      if (attr) { HERD_ASSIGN_OR_RETURN(item, AttrPath(item, ToStr(*attr))); }
+      if (attr) {
+        HERD_ASSIGN_OR_RETURN(item, AttrPath(item, ToStr(*attr)));
+      }
       out += ToStr(item);
     }
     return Value::String(std::move(out));
@@ -296,10 +310,14 @@ Result<Value> ApplyFilter(const std::string& name, const Value& v, CallArgs& arg
     if (!v.is_number()) return InvalidArgument("round needs a number");
     const double scale = std::pow(10.0, static_cast<double>(precision));
     double x = v.float_value() * scale;
-    if (m == "common") x = std::nearbyint(x);  // Python's round: half to even
-    else if (m == "ceil") x = std::ceil(x);
-    else if (m == "floor") x = std::floor(x);
-    else return InvalidArgument("method must be common, ceil or floor");
+    if (m == "common")
+      x = std::nearbyint(x);  // Python's round: half to even
+    else if (m == "ceil")
+      x = std::ceil(x);
+    else if (m == "floor")
+      x = std::floor(x);
+    else
+      return InvalidArgument("method must be common, ceil or floor");
     return Value::Float(x / scale);
   }
   if (name == "indent") {
@@ -325,7 +343,9 @@ Result<Value> ApplyFilter(const std::string& name, const Value& v, CallArgs& arg
       Value total = start ? *start : Value::Int(0);
       for (const Value& item : items) {
         Value x = item;
-        if (attr) { HERD_ASSIGN_OR_RETURN(x, AttrPath(item, ToStr(*attr))); }
+        if (attr) {
+          HERD_ASSIGN_OR_RETURN(x, AttrPath(item, ToStr(*attr)));
+        }
         HERD_ASSIGN_OR_RETURN(total, BinaryOp("+", total, x));
       }
       return total;

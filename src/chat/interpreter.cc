@@ -86,8 +86,7 @@ Result<Value> Interp::ApplyFilterChain(const Expr& filter, Value subject, const 
 
 Result<Value> Interp::EvalImpl(const Expr& e, const FramePtr& f) {
   switch (e.kind) {
-    case ExprKind::kLiteral:
-      return e.literal;
+    case ExprKind::kLiteral: return e.literal;
     case ExprKind::kName: {
       if (const Value* v = f->Find(e.name)) return *v;
       return Value::Undefined("'" + e.name + "' is undefined");
@@ -123,7 +122,9 @@ Result<Value> Interp::EvalImpl(const Expr& e, const FramePtr& f) {
       HERD_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0], f));
       Value parts[3];
       for (int k = 0; k < 3; ++k) {
-        if (e.args[k + 1]) { HERD_ASSIGN_OR_RETURN(parts[k], Eval(*e.args[k + 1], f)); }
+        if (e.args[k + 1]) {
+          HERD_ASSIGN_OR_RETURN(parts[k], Eval(*e.args[k + 1], f));
+        }
       }
       return GetSlice(obj, parts[0], parts[1], parts[2]);
     }
@@ -132,7 +133,8 @@ Result<Value> Interp::EvalImpl(const Expr& e, const FramePtr& f) {
       if (target.kind == ExprKind::kAttr) {
         HERD_ASSIGN_OR_RETURN(Value obj, Eval(*target.args[0], f));
         HERD_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(e, f, 1));
-        if (obj.is_string() || obj.is_list() || (obj.is_dict() && !obj.is_namespace() && !obj.dict().Find(target.name))) {
+        if (obj.is_string() || obj.is_list() ||
+            (obj.is_dict() && !obj.is_namespace() && !obj.dict().Find(target.name))) {
           Result<Value> r = CallMethod(obj, target.name, args);
           if (r.ok() || r.status().code() != StatusCode::kUnimplemented) return r;
         }
@@ -179,11 +181,15 @@ Result<Value> Interp::EvalImpl(const Expr& e, const FramePtr& f) {
         HERD_ASSIGN_OR_RETURN(Value right, Eval(*e.args[i + 1], f));
         const std::string& op = e.ops[i];
         bool r;
-        if (op == "==") r = Equals(left, right);
-        else if (op == "!=") r = !Equals(left, right);
-        else if (op == "<") { HERD_ASSIGN_OR_RETURN(r, Less(left, right)); }
-        else if (op == ">") { HERD_ASSIGN_OR_RETURN(r, Less(right, left)); }
-        else if (op == "<=") {
+        if (op == "==")
+          r = Equals(left, right);
+        else if (op == "!=")
+          r = !Equals(left, right);
+        else if (op == "<") {
+          HERD_ASSIGN_OR_RETURN(r, Less(left, right));
+        } else if (op == ">") {
+          HERD_ASSIGN_OR_RETURN(r, Less(right, left));
+        } else if (op == "<=") {
           HERD_ASSIGN_OR_RETURN(bool gt, Less(right, left));
           r = !gt;
         } else if (op == ">=") {
@@ -215,10 +221,10 @@ Status Interp::Assign(const std::vector<std::string>& targets, const Value& v, F
   }
   HERD_ASSIGN_OR_RETURN(ValueList items, Iterate(v));
   if (items.size() != targets.size()) {
-    return InvalidArgument(items.size() > targets.size()
-                               ? StrFormat("too many values to unpack (expected %zu)", targets.size())
-                               : StrFormat("not enough values to unpack (expected %zu, got %zu)", targets.size(),
-                                           items.size()));
+    return InvalidArgument(
+        items.size() > targets.size()
+            ? StrFormat("too many values to unpack (expected %zu)", targets.size())
+            : StrFormat("not enough values to unpack (expected %zu, got %zu)", targets.size(), items.size()));
   }
   for (size_t i = 0; i < targets.size(); ++i) f.vars[targets[i]] = items[i];
   return Status::Ok();
@@ -310,9 +316,7 @@ Value Interp::MakeMacro(const Stmt& s, const FramePtr& f) {
 
 Status Interp::ExecStmt(const Stmt& s, const FramePtr& f, std::string& out, Flow& flow) {
   switch (s.kind) {
-    case StmtKind::kText:
-      out += s.text;
-      return Status::Ok();
+    case StmtKind::kText: out += s.text; return Status::Ok();
     case StmtKind::kOutput: {
       HERD_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, f));
       out += ToStr(v);
@@ -324,13 +328,13 @@ Status Interp::ExecStmt(const Stmt& s, const FramePtr& f, std::string& out, Flow
         if (c.Truthy()) return Exec(body, f, out, flow);
       }
       return Exec(s.else_body, f, out, flow);
-    case StmtKind::kFor:
-      return ExecFor(s, f, out);
+    case StmtKind::kFor: return ExecFor(s, f, out);
     case StmtKind::kSet: {
       HERD_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, f));
       if (s.text.empty()) return Assign(s.targets, v, *f);
       const Value* ns = f->Find(s.targets[0]);
-      if (ns == nullptr || !ns->is_namespace()) return InvalidArgument("cannot assign attribute on non-namespace object");
+      if (ns == nullptr || !ns->is_namespace())
+        return InvalidArgument("cannot assign attribute on non-namespace object");
       ns->dict().Set(Value::String(s.text), std::move(v));
       return Status::Ok();
     }
@@ -339,13 +343,13 @@ Status Interp::ExecStmt(const Stmt& s, const FramePtr& f, std::string& out, Flow
       Flow inner = Flow::kNormal;
       HERD_RETURN_IF_ERROR(Exec(s.body, f, text, inner));
       Value v = Value::String(std::move(text));
-      if (s.expr) { HERD_ASSIGN_OR_RETURN(v, ApplyFilterChain(*s.expr, std::move(v), f)); }
+      if (s.expr) {
+        HERD_ASSIGN_OR_RETURN(v, ApplyFilterChain(*s.expr, std::move(v), f));
+      }
       f->vars[s.targets[0]] = std::move(v);
       return Status::Ok();
     }
-    case StmtKind::kMacro:
-      f->vars[s.text] = MakeMacro(s, f);
-      return Status::Ok();
+    case StmtKind::kMacro: f->vars[s.text] = MakeMacro(s, f); return Status::Ok();
     case StmtKind::kCallBlock: {
       Value caller = MakeMacro(s, f);
       const Expr& call = *s.expr;
@@ -364,14 +368,9 @@ Status Interp::ExecStmt(const Stmt& s, const FramePtr& f, std::string& out, Flow
       out += ToStr(v);
       return Status::Ok();
     }
-    case StmtKind::kBreak:
-      flow = Flow::kBreak;
-      return Status::Ok();
-    case StmtKind::kContinue:
-      flow = Flow::kContinue;
-      return Status::Ok();
-    case StmtKind::kScope:
-      return Exec(s.body, f, out, flow);
+    case StmtKind::kBreak: flow = Flow::kBreak; return Status::Ok();
+    case StmtKind::kContinue: flow = Flow::kContinue; return Status::Ok();
+    case StmtKind::kScope: return Exec(s.body, f, out, flow);
   }
   return Internal("unknown statement");
 }

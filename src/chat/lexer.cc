@@ -127,9 +127,12 @@ Result<std::vector<Token>> Lexer::Run() {
     if (kind == '#') {
       size_t end = src_.find("#}", p);
       if (end == std::string::npos) return Error(tag, "unterminated comment");
-      if (end > p && src_[end - 1] == '-') trail = Trail::kStripAll;
-      else if (end > p && src_[end - 1] == '+') trail = Trail::kNone;
-      else trail = Trail::kTrimNewline;
+      if (end > p && src_[end - 1] == '-')
+        trail = Trail::kStripAll;
+      else if (end > p && src_[end - 1] == '+')
+        trail = Trail::kNone;
+      else
+        trail = Trail::kTrimNewline;
       pos = end + 2;
       continue;
     }
@@ -196,8 +199,10 @@ Result<size_t> Lexer::LexTag(size_t pos, bool block, Trail& trail) {
         if (src_[i] != '_') digits += src_[i];
       }
       Emit(is_float ? Tok::kFloat : Tok::kInt, pos, digits);
-      if (is_float) tokens_.back().float_value = std::strtod(digits.c_str(), nullptr);
-      else tokens_.back().int_value = std::strtoll(digits.c_str(), nullptr, 10);
+      if (is_float)
+        tokens_.back().float_value = std::strtod(digits.c_str(), nullptr);
+      else
+        tokens_.back().int_value = std::strtoll(digits.c_str(), nullptr, 10);
       pos = e;
       continue;
     }

@@ -22,10 +22,10 @@ enum class Tok : uint8_t {
   kBlockBegin,  // {%
   kBlockEnd,    // %}
   kName,
-  kString,      // text holds the unescaped value
+  kString,  // text holds the unescaped value
   kInt,
   kFloat,
-  kOp,          // text holds the operator: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
+  kOp,  // text holds the operator: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
   kEof,
 };
 

@@ -17,19 +17,19 @@ std::string ObjectTypeRepr(const Value& v) {
 }
 
 Value MissingAttr(const Value& obj, const std::string& name) {
-  return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no attribute '" + name + "'");
+  return Value::Undefined(StrFormat("'%s' has no attribute '%s'", ObjectTypeRepr(obj).c_str(), name.c_str()));
 }
 
 bool IsPySpace(char32_t c) {
-  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
-         c == 0x3000;
+  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
 bool IsMethodOf(const Value& obj, const std::string& name) {
-  static const char* kStr[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "upper",
-                               "lower", "title", "capitalize", "replace", "find", "rfind", "count", "join",
-                               "splitlines", "isdigit", "isalpha", "isspace", "isalnum", "islower", "isupper"};
+  static const char* kStr[] = {"strip",    "lstrip",  "rstrip",  "split",   "rsplit",     "startswith",
+                               "endswith", "upper",   "lower",   "title",   "capitalize", "replace",
+                               "find",     "rfind",   "count",   "join",    "splitlines", "isdigit",
+                               "isalpha",  "isspace", "isalnum", "islower", "isupper"};
   static const char* kDict[] = {"items", "keys", "values", "get", "copy"};
   static const char* kList[] = {"count", "index", "copy"};
   auto in = [&](const auto& names) {
@@ -89,10 +89,10 @@ Result<Value> GetItem(const Value& obj, const Value& key) {
       const int64_t i = NormalizeIndex(key.int_value(), n);
       if (i >= 0 && i < n) return Value::String(FromCodePoints(cps.substr(i, 1)));
     }
-    return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no element " + Repr(key));
+    return Value::Undefined(StrFormat("'%s' has no element %s", ObjectTypeRepr(obj).c_str(), Repr(key).c_str()));
   }
   if (key.is_string()) return GetAttr(obj, key.str());
-  return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no element " + Repr(key));
+  return Value::Undefined(StrFormat("'%s' has no element %s", ObjectTypeRepr(obj).c_str(), Repr(key).c_str()));
 }
 
 Result<Value> GetSlice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
@@ -151,8 +151,10 @@ std::string PyStrip(std::string_view s, const Value* chars, bool left, bool righ
   if (custom) set = ToCodePoints(chars->str());
   auto strip_it = [&](char32_t c) { return custom ? set.find(c) != std::u32string::npos : IsPySpace(c); };
   size_t b = 0, e = cps.size();
-  if (left) while (b < e && strip_it(cps[b])) ++b;
-  if (right) while (e > b && strip_it(cps[e - 1])) --e;
+  if (left)
+    while (b < e && strip_it(cps[b])) ++b;
+  if (right)
+    while (e > b && strip_it(cps[e - 1])) --e;
   return FromCodePoints(std::u32string_view(cps).substr(b, e - b));
 }
 
@@ -177,8 +179,10 @@ std::string PyTitle(std::string_view s) {
   bool prev_cased = false;
   for (char& c : out) {
     const bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
-    if (lower && !prev_cased) c = static_cast<char>(c - 32);
-    else if (upper && prev_cased) c = static_cast<char>(c + 32);
+    if (lower && !prev_cased)
+      c = static_cast<char>(c - 32);
+    else if (upper && prev_cased)
+      c = static_cast<char>(c + 32);
     prev_cased = lower || upper || static_cast<unsigned char>(c) >= 0x80;
   }
   return out;
@@ -274,7 +278,7 @@ Result<Value> CallMethod(const Value& obj, const std::string& name, CallArgs& ar
         if (!p.is_string()) return InvalidArgument(name + " first arg must be str or a tuple of str");
         const std::string& x = p.str();
         bool hit = name == "startswith" ? s.compare(0, x.size(), x) == 0
-                                         : s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+                                        : s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
         if (hit) return Value::Bool(true);
       }
       return Value::Bool(false);
@@ -309,7 +313,8 @@ Result<Value> CallMethod(const Value& obj, const std::string& name, CallArgs& ar
       std::string out;
       for (size_t i = 0; i < items.size(); ++i) {
         if (!items[i].is_string()) {
-          return InvalidArgument(StrFormat("sequence item %zu: expected str instance, %s found", i, items[i].TypeName()));
+          return InvalidArgument(
+              StrFormat("sequence item %zu: expected str instance, %s found", i, items[i].TypeName()));
         }
         if (i > 0) out += s;
         out += items[i].str();
@@ -338,12 +343,18 @@ Result<Value> CallMethod(const Value& obj, const std::string& name, CallArgs& ar
         const bool digit = c >= '0' && c <= '9';
         const bool lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z';
         cased = cased || lower || upper;
-        if (name == "isdigit") ok = ok && digit;
-        else if (name == "isalpha") ok = ok && (lower || upper);
-        else if (name == "isalnum") ok = ok && (lower || upper || digit);
-        else if (name == "isspace") ok = ok && IsPySpace(c);
-        else if (name == "islower") ok = ok && !upper;
-        else if (name == "isupper") ok = ok && !lower;
+        if (name == "isdigit")
+          ok = ok && digit;
+        else if (name == "isalpha")
+          ok = ok && (lower || upper);
+        else if (name == "isalnum")
+          ok = ok && (lower || upper || digit);
+        else if (name == "isspace")
+          ok = ok && IsPySpace(c);
+        else if (name == "islower")
+          ok = ok && !upper;
+        else if (name == "isupper")
+          ok = ok && !lower;
       }
       if (name == "islower" || name == "isupper") ok = ok && cased;
       return Value::Bool(ok);
@@ -352,8 +363,10 @@ Result<Value> CallMethod(const Value& obj, const std::string& name, CallArgs& ar
     if (name == "items" || name == "keys" || name == "values") {
       ValueList out;
       for (const auto& [k, v] : obj.dict().items) {
-        if (name == "items") out.push_back(Value::List({k, v}, /*tuple=*/true));
-        else out.push_back(name == "keys" ? k : v);
+        if (name == "items")
+          out.push_back(Value::List({k, v}, /*tuple=*/true));
+        else
+          out.push_back(name == "keys" ? k : v);
       }
       return Value::List(std::move(out));
     }

@@ -52,8 +52,8 @@ Result<Value> BinaryOp(const std::string& op, const Value& a, const Value& b) {
       return InvalidArgument(StrFormat("can only concatenate str (not \"%s\") to str", b.TypeName()));
     }
     if (a.is_list()) {
-      return InvalidArgument(StrFormat("can only concatenate %s (not \"%s\") to %s", a.TypeName(), b.TypeName(),
-                                       a.TypeName()));
+      return InvalidArgument(
+          StrFormat("can only concatenate %s (not \"%s\") to %s", a.TypeName(), b.TypeName(), a.TypeName()));
     }
     return Unsupported(op, a, b);
   }
@@ -75,7 +75,8 @@ Result<Value> BinaryOp(const std::string& op, const Value& a, const Value& b) {
     return Value::Float(a.float_value() / b.float_value());
   }
   if (op == "//" || op == "%") {
-    if (b.float_value() == 0) return InvalidArgument(op == "//" ? "integer division or modulo by zero" : "modulo by zero");
+    if (b.float_value() == 0)
+      return InvalidArgument(op == "//" ? "integer division or modulo by zero" : "modulo by zero");
     if (ints) {
       int64_t q = FloorDiv(a.int_value(), b.int_value());
       return Value::Int(op == "//" ? q : a.int_value() - q * b.int_value());

@@ -99,21 +99,14 @@ Value Value::Func(std::string name, Function fn) {
 bool Value::Truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone:
-      return false;
+    case Kind::kNone: return false;
     case Kind::kBool:
-    case Kind::kInt:
-      return int_ != 0;
-    case Kind::kFloat:
-      return float_ != 0;
-    case Kind::kString:
-      return !str_.empty();
-    case Kind::kList:
-      return !list_->empty();
-    case Kind::kDict:
-      return flag_ || !dict_->items.empty();
-    case Kind::kFunction:
-      return true;
+    case Kind::kInt: return int_ != 0;
+    case Kind::kFloat: return float_ != 0;
+    case Kind::kString: return !str_.empty();
+    case Kind::kList: return !list_->empty();
+    case Kind::kDict: return flag_ || !dict_->items.empty();
+    case Kind::kFunction: return true;
   }
   return false;
 }
@@ -141,10 +134,8 @@ bool Equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Kind::kUndefined:
-    case Kind::kNone:
-      return true;
-    case Kind::kString:
-      return a.str() == b.str();
+    case Kind::kNone: return true;
+    case Kind::kString: return a.str() == b.str();
     case Kind::kList: {
       if (a.list().size() != b.list().size()) return false;
       for (size_t i = 0; i < a.list().size(); ++i) {
@@ -161,10 +152,8 @@ bool Equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Kind::kFunction:
-      return &a.func() == &b.func();
-    default:
-      return false;
+    case Kind::kFunction: return &a.func() == &b.func();
+    default: return false;
   }
 }
 
@@ -183,8 +172,7 @@ Result<bool> Less(const Value& a, const Value& b) {
     }
     return x.size() < y.size();
   }
-  return InvalidArgument(StrFormat("'<' not supported between instances of '%s' and '%s'", a.TypeName(),
-                                   b.TypeName()));
+  return InvalidArgument(StrFormat("'<' not supported between instances of '%s' and '%s'", a.TypeName(), b.TypeName()));
 }
 
 std::string FloatRepr(double f) {
@@ -316,9 +304,12 @@ Status JsonRec(const Value& v, const JsonOptions& o, int level, std::string& out
     case Kind::kInt: out += std::to_string(v.int_value()); return Status::Ok();
     case Kind::kFloat: {
       double f = v.float_value();
-      if (std::isnan(f)) out += "NaN";
-      else if (std::isinf(f)) out += f < 0 ? "-Infinity" : "Infinity";
-      else out += FloatRepr(f);
+      if (std::isnan(f))
+        out += "NaN";
+      else if (std::isinf(f))
+        out += f < 0 ? "-Infinity" : "Infinity";
+      else
+        out += FloatRepr(f);
       return Status::Ok();
     }
     case Kind::kString: JsonString(v.str(), o.ensure_ascii, out); return Status::Ok();
@@ -348,16 +339,23 @@ Status JsonRec(const Value& v, const JsonOptions& o, int level, std::string& out
       std::vector<std::pair<std::string, const Value*>> entries;
       for (const auto& [k, val] : v.dict().items) {
         std::string key;
-        if (k.is_string()) key = k.str();
-        else if (k.is_none()) key = "null";
-        else if (k.is_bool()) key = k.bool_value() ? "true" : "false";
-        else if (k.is_int()) key = std::to_string(k.int_value());
-        else if (k.is_float()) key = FloatRepr(k.float_value());
-        else return InvalidArgument(StrFormat("keys must be str, int, float, bool or None, not %s", k.TypeName()));
+        if (k.is_string())
+          key = k.str();
+        else if (k.is_none())
+          key = "null";
+        else if (k.is_bool())
+          key = k.bool_value() ? "true" : "false";
+        else if (k.is_int())
+          key = std::to_string(k.int_value());
+        else if (k.is_float())
+          key = FloatRepr(k.float_value());
+        else
+          return InvalidArgument(StrFormat("keys must be str, int, float, bool or None, not %s", k.TypeName()));
         entries.emplace_back(std::move(key), &val);
       }
       if (o.sort_keys) {
-        std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
       }
       out += '{';
       bool first = true;
@@ -373,8 +371,7 @@ Status JsonRec(const Value& v, const JsonOptions& o, int level, std::string& out
       out += '}';
       return Status::Ok();
     }
-    default:
-      break;
+    default: break;
   }
   return InvalidArgument(StrFormat("Object of type %s is not JSON serializable", v.TypeName()));
 }
