@@ -124,7 +124,7 @@ void Session::StartRequest(bool first) {
   // Keep-alive: wait up to idle_timeout for the first bytes of the next request (a timeout
   // closes the socket), then the header timeout applies.
   stream_.expires_after(cfg.idle_timeout);
-  stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+  stream_.async_read_some(buffer_.prepare(1024), [self = shared_from_this()](beast::error_code ec, size_t n) {
     if (self->closed_) return;
     if (ec) {
       self->Close("idle");
@@ -244,10 +244,11 @@ void Session::Dispatch() {
 
 void Session::StartMonitor() {
   // Bytes already buffered are a pipelined request: a read now could not tell a disconnect.
+  // The read is small: it only learns of a close (or the start of a pipelined request).
   if (monitor_pending_ || buffer_.size() > 0) return;
   monitor_pending_ = true;
   stream_.expires_never();
-  stream_.async_read_some(buffer_.prepare(4096),
+  stream_.async_read_some(buffer_.prepare(512),
                           [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnMonitor(ec, n); });
 }
 
