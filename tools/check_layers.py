@@ -31,6 +31,7 @@ ALLOWED = {
     "api": {"base"},  # protocol-neutral request/response types and the Status -> HTTP mapping
     "protocols/openai": {"api", "base"},
     "protocols/anthropic": {"api", "base"},
+    "protocols/ollama": {"api", "base"},
     "engine": {"model", "model/arch", "kv", "sampling", "tokenizer", "kernels", "io", "tensor", "base"},
     "cli": None,  # the top: may use everything
 }

@@ -32,7 +32,8 @@ struct GenerationOptions {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   int32_t n = 1;
-  bool json_object = false;  // response_format json_object / format "json"
+  bool json_object = false;        // response_format json_object / format "json"
+  std::optional<int32_t> num_ctx;  // Ollama options.num_ctx (a request never forces a reload)
 };
 
 // Anthropic cache_control: keep the prompt prefix that ends after messages[message_index]'s
@@ -49,8 +50,21 @@ struct ChatRequest {
   std::vector<CacheBreakpoint> cache_breakpoints;
   GenerationOptions options;
   bool stream = false;
-  bool include_usage = false;  // OpenAI stream_options.include_usage
-  std::string user;            // OpenAI user / Anthropic metadata.user_id
+  bool include_usage = false;                // OpenAI stream_options.include_usage
+  std::string user;                          // OpenAI user / Anthropic metadata.user_id
+  std::optional<double> keep_alive_seconds;  // Ollama keep_alive (< 0: keep loaded; 0: unload after)
+};
+
+// A raw-prompt completion (OpenAI /v1/completions, Ollama /api/generate).
+struct CompletionRequest {
+  std::string model;
+  std::string prompt;
+  std::string system;             // Ollama system override
+  std::string template_override;  // Ollama template override (Go template syntax: not supported yet)
+  bool raw = false;               // Ollama raw: no template applied
+  GenerationOptions options;
+  bool stream = false;
+  std::optional<double> keep_alive_seconds;
 };
 
 }  // namespace herd::api
