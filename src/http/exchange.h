@@ -60,6 +60,12 @@ class Exchange final : public Responder, public ResponseStream, public std::enab
   // The response was fully written: drop the reference to the session.
   void Detach();
   uint64_t id() const { return info_.id; }
+  // All bytes of the response are queued (a plain Respond happened): no need to watch for a
+  // disconnect, the write will tell.
+  bool complete_queued() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return complete_;
+  }
 
  private:
   // Appends to out_ and wakes the session if needed. Requires mu_ held; returns the session

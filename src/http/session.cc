@@ -238,8 +238,9 @@ void Session::Dispatch() {
   } else {
     state_->router.Dispatch(request_, e);
   }
+  bool answered = e->complete_queued();
   e.reset();  // the handler holds it now, or the pending write does, or it is orphaned
-  if (handling_ && !closed_) StartMonitor();
+  if (handling_ && !closed_ && !answered) StartMonitor();
 }
 
 void Session::StartMonitor() {
