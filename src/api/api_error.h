@@ -28,6 +28,15 @@ struct ApiError {
 
 ApiError InvalidRequest(std::string message, std::string param = {});
 
+// Request parsers report the first invalid field through this: `return v.Fail("...", "param");`.
+struct Validator {
+  ApiError* error;
+  bool Fail(std::string message, std::string param = {}) const {
+    *error = InvalidRequest(std::move(message), std::move(param));
+    return false;
+  }
+};
+
 // The one mapping from herd's StatusCode to an API error kind.
 ApiError FromStatus(const Status& status);
 

@@ -7,13 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Parser {
-  api::ApiError* error;
-  bool Fail(std::string message, std::string param = {}) {
-    *error = api::InvalidRequest(std::move(message), std::move(param));
-    return false;
-  }
-};
+using Parser = api::Validator;
 
 // Appends the text of `content` (a string or text blocks) to *text; cache_control on a block
 // adds a breakpoint after it.

@@ -10,13 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Parser {
-  api::ApiError* error;
-  bool Fail(std::string message, std::string param = {}) {
-    *error = api::InvalidRequest(std::move(message), std::move(param));
-    return false;
-  }
-};
+using Parser = api::Validator;
 
 // Runner options Ollama accepts that do not apply to herd (hardware and memory placement are
 // herd's own decisions): accepted and ignored, as Ollama ignores options a runner lacks.

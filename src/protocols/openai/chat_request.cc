@@ -8,12 +8,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Parser {
-  api::ApiError* error;
-  bool Fail(std::string message, std::string param) {
-    *error = api::InvalidRequest(std::move(message), std::move(param));
-    return false;
-  }
+struct Parser : api::Validator {
   bool Number(const json& j, const char* name, double lo, double hi, std::optional<float>* out) {
     if (!j.contains(name) || j[name].is_null()) return true;
     if (!j[name].is_number()) return Fail(std::string(name) + " must be a number", name);
