@@ -33,6 +33,8 @@ ALLOWED = {
     "protocols/anthropic": {"api", "base"},
     "protocols/ollama": {"api", "base"},
     "engine": {"model", "model/arch", "kv", "sampling", "tokenizer", "kernels", "io", "tensor", "base"},
+    "server": {"protocols/openai", "protocols/anthropic", "protocols/ollama", "api", "http", "chat", "engine",
+               "model", "model/arch", "kv", "sampling", "tokenizer", "kernels", "io", "tensor", "base"},
     "cli": None,  # the top: may use everything
 }
 

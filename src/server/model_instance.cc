@@ -1,0 +1,96 @@
+#include "server/model_instance.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "io/file_identity.h"
+
+namespace herd::server {
+
+Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOptions& o) {
+  std::unique_ptr<ModelInstance> m(new ModelInstance);
+  m->name_ = o.name.empty() ? std::filesystem::path(o.path).stem().string() : o.name;
+  m->created_ =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  HERD_ASSIGN_OR_RETURN(m->file_, GgufFile::Open(o.path));
+  m->backend_ = MakeCpuBackend(o.threads);
+  HERD_ASSIGN_OR_RETURN(m->model_, LoadModel(*m->file_, m->backend_.get()));
+  HERD_ASSIGN_OR_RETURN(m->tokenizer_, Tokenizer::FromGguf(*m->file_));
+  if (m->file_->Has("tokenizer.chat_template")) {
+    HERD_ASSIGN_OR_RETURN(std::string source, m->file_->GetString("tokenizer.chat_template"));
+    auto parsed = chat::ChatTemplate::Parse(source);
+    if (!parsed.ok()) return InvalidArgument(o.path + ": chat template: " + parsed.status().message());
+    m->template_ = std::make_unique<chat::ChatTemplate>(std::move(parsed).value());
+  }
+  const ModelConfig& c = m->model_->config();
+  const int32_t n_ctx = std::min(o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train, c.n_ctx_train);
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, o.kv_type};
+  kc.n_blocks = o.kv_budget_bytes > 0 ? KvCacheConfig::BlocksForBudget(kc, o.kv_budget_bytes)
+                                      : 4 * ((n_ctx + kc.block_size - 1) / kc.block_size);
+  if (kc.n_blocks <= 0) return InvalidArgument("the KV budget holds no block");
+  HERD_ASSIGN_OR_RETURN(m->cache_, KvCache::Create(m->backend_.get(), kc));
+  EngineOptions eo;
+  eo.n_ctx = n_ctx;
+  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  HERD_ASSIGN_OR_RETURN(eo.cache_key, FileIdentityAt(o.path));
+  HERD_ASSIGN_OR_RETURN(m->engine_, Engine::Create(m->model_.get(), m->cache_.get(), m->tokenizer_.get(), eo));
+  m->engine_->Start();
+  return m;
+}
+
+ModelInstance::~ModelInstance() {
+  if (engine_) engine_->Stop();
+}
+
+bool ModelInstance::ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens,
+                               api::ApiError* error) const {
+  chat::ChatContext ctx;
+  for (const api::ChatMessage& m : request.messages) {
+    nlohmann::ordered_json msg = {{"role", m.role == "developer" ? "system" : m.role}, {"content", m.content}};
+    if (!m.name.empty()) msg["name"] = m.name;
+    if (!m.tool_call_id.empty()) msg["tool_call_id"] = m.tool_call_id;
+    ctx.messages.push_back(std::move(msg));
+  }
+  ctx.add_generation_prompt = true;
+  const Vocab& v = tokenizer_->vocab();
+  if (v.bos != kNoToken) ctx.bos_token = tokenizer_->TokenToPiece(v.bos, true);
+  if (v.eos != kNoToken) ctx.eos_token = tokenizer_->TokenToPiece(v.eos, true);
+  const chat::ChatTemplate& t = template_ ? *template_ : chat::ChatTemplate::Default();
+  auto text = t.Render(ctx);
+  if (!text.ok()) {
+    *error = api::InvalidRequest("the model's chat template failed: " + text.status().message(), "messages");
+    return false;
+  }
+  *tokens = tokenizer_->Encode(*text, /*add_special=*/false, /*parse_special=*/true);
+  if (v.add_bos && v.bos != kNoToken && (tokens->empty() || tokens->front() != v.bos)) {
+    tokens->insert(tokens->begin(), v.bos);
+  }
+  return true;
+}
+
+GenerationRequest ModelInstance::ToGenerationRequest(std::vector<int32_t> prompt, const api::GenerationOptions& o,
+                                                     int32_t default_max_tokens) const {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = o.max_tokens.value_or(default_max_tokens);
+  SamplingParams& s = r.sampling;
+  if (o.temperature) s.temperature = *o.temperature;
+  if (o.top_p) s.top_p = *o.top_p;
+  if (o.top_k) s.top_k = *o.top_k;
+  if (o.min_p) s.min_p = *o.min_p;
+  if (o.typical_p) s.typical_p = *o.typical_p;
+  if (o.repeat_penalty) s.repeat_penalty = *o.repeat_penalty;
+  if (o.repeat_last_n) s.penalty_last_n = *o.repeat_last_n;
+  if (o.presence_penalty) s.presence_penalty = *o.presence_penalty;
+  if (o.frequency_penalty) s.frequency_penalty = *o.frequency_penalty;
+  if (o.seed) s.seed = *o.seed;
+  s.logit_bias = o.logit_bias;
+  s.logprobs = o.logprobs;
+  s.n_probs = o.top_logprobs;
+  r.stop = o.stop;
+  r.n = o.n;
+  return r;
+}
+
+}  // namespace herd::server

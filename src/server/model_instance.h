@@ -1,0 +1,70 @@
+// One loaded model and everything that serves it: the GGUF mapping, backend, weights,
+// tokenizer, chat template, KV cache and batching engine (running on its own thread).
+//
+// Requests reach it as protocol-neutral api:: types; ChatPrompt renders the model's chat
+// template and tokenizes the result, ToGenerationRequest maps the options onto the engine's
+// request with each API's defaults left to the caller.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/api_error.h"
+#include "api/chat.h"
+#include "chat/chat_template.h"
+#include "engine/engine.h"
+#include "io/gguf.h"
+#include "kernels/backend.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace herd::server {
+
+struct ModelInstanceOptions {
+  std::string path;
+  std::string name;                // the API's model id; empty: the file name without .gguf
+  int threads = 0;                 // 0: one per core
+  size_t kv_budget_bytes = 0;      // 0: room for 4 sequences at full context
+  int32_t n_ctx = 4096;            // longest sequence (capped at the model's training context)
+  int32_t max_batch_tokens = 128;  // per engine step: 64-128 keeps CPU steps short
+  DType kv_type = DType::kF16;
+};
+
+class ModelInstance {
+ public:
+  // Loads the model and starts its engine. Errors name the file and the reason.
+  static Result<std::unique_ptr<ModelInstance>> Load(const ModelInstanceOptions& options);
+  ~ModelInstance();
+
+  const std::string& name() const { return name_; }
+  Engine& engine() { return *engine_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  int32_t n_ctx() const { return engine_->n_ctx(); }
+  int64_t created() const { return created_; }  // unix seconds the model was loaded
+
+  // The chat rendered with the model's template (generation prompt on) and tokenized with
+  // special tokens parsed; BOS added when the vocabulary wants it and the text lacks it.
+  bool ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens, api::ApiError* error) const;
+
+  // Engine request for `prompt` with the API options; `default_max_tokens` < 0: until the
+  // context is full.
+  GenerationRequest ToGenerationRequest(std::vector<int32_t> prompt, const api::GenerationOptions& o,
+                                        int32_t default_max_tokens) const;
+
+ private:
+  ModelInstance() = default;
+  std::string name_;
+  int64_t created_ = 0;
+  std::unique_ptr<GgufFile> file_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<chat::ChatTemplate> template_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace herd::server

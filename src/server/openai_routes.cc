@@ -1,0 +1,186 @@
+#include "server/openai_routes.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "protocols/openai/chat_request.h"
+#include "protocols/openai/chat_response.h"
+
+namespace herd::server {
+namespace {
+
+using nlohmann::json;
+
+void RespondError(Responder& r, const api::ApiError& e) {
+  r.Respond(HttpResponse::Json(api::HttpStatusFor(e.kind), openai::ErrorBody(e).dump()));
+}
+
+std::string NewId(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%s%012llx%04llx", prefix, static_cast<unsigned long long>(now) & 0xffffffffffffULL,
+                static_cast<unsigned long long>(counter.fetch_add(1) & 0xffff));
+  return buf;
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string FinishName(FinishReason r) { return r == FinishReason::kLength ? "length" : "stop"; }
+
+// One chat completion in flight: drains engine events (on the engine thread via notify, or
+// once on the handler's thread) and writes them out.
+struct ChatExchange {
+  std::mutex mu;
+  std::shared_ptr<RequestStream> events;
+  std::shared_ptr<Responder> responder;
+  std::shared_ptr<ResponseStream> sse;  // streaming only
+  const ModelInstance* model = nullptr;
+  openai::ResponseHeader header;
+  bool stream = false, include_usage = false, logprobs = false, done = false;
+  std::map<int32_t, openai::ChoiceOut> choices;
+  std::map<int32_t, bool> started;
+  openai::UsageOut usage;
+
+  openai::TokenLogprobOut Logprob(int32_t id, float lp, const std::vector<TokenLogprob>& top) const {
+    openai::TokenLogprobOut t;
+    t.token = model->tokenizer().TokenToPiece(id);
+    t.logprob = lp;
+    t.bytes.assign(t.token.begin(), t.token.end());
+    for (const auto& alt : top) {
+      openai::TokenLogprobOut a;
+      a.token = model->tokenizer().TokenToPiece(alt.id);
+      a.logprob = alt.logprob;
+      a.bytes.assign(a.token.begin(), a.token.end());
+      t.top.push_back(std::move(a));
+    }
+    return t;
+  }
+
+  void Drain() {
+    std::lock_guard lock(mu);
+    if (done) return;
+    EngineEvent ev;
+    while (events->TryNext(&ev)) {
+      openai::ChoiceOut& c = choices[ev.index];
+      c.index = ev.index;
+      std::optional<std::vector<openai::TokenLogprobOut>> lp;
+      if (ev.kind == EngineEvent::Kind::kToken && logprobs) lp = std::vector{Logprob(ev.token, ev.logprob, ev.top)};
+      if (ev.kind == EngineEvent::Kind::kFinished) {
+        c.finish_reason = FinishName(ev.finish);
+        usage.prompt_tokens = ev.usage.prompt_tokens;
+        usage.cached_tokens = ev.usage.cached_tokens;
+        usage.completion_tokens += ev.usage.completion_tokens;
+      }
+      if (!stream) {
+        c.text += ev.text;
+        if (lp) {
+          if (!c.logprobs) c.logprobs.emplace();
+          c.logprobs->push_back((*lp)[0]);
+        } else if (logprobs && !c.logprobs) {
+          c.logprobs.emplace();
+        }
+        continue;
+      }
+      const bool first = !started[ev.index];
+      started[ev.index] = true;
+      if (first)
+        sse->WriteSseData(openai::ChatChunk(header, ev.index, true, "", "", std::nullopt, include_usage).dump());
+      if (!ev.text.empty() || lp) {
+        sse->WriteSseData(openai::ChatChunk(header, ev.index, false, ev.text, "", lp, include_usage).dump());
+      }
+      if (ev.kind == EngineEvent::Kind::kFinished) {
+        sse->WriteSseData(
+            openai::ChatChunk(header, ev.index, false, "", c.finish_reason, std::nullopt, include_usage).dump());
+      }
+    }
+    if (!events->ended()) return;
+    done = true;
+    events->SetNotify({});  // breaks the stream -> callback -> exchange cycle
+    if (stream) {
+      if (include_usage) sse->WriteSseData(openai::UsageChunk(header, usage).dump());
+      sse->Write(openai::kSseDone);
+      sse->Finish();
+      return;
+    }
+    std::vector<openai::ChoiceOut> out;
+    for (auto& [i, c] : choices) out.push_back(c);
+    responder->Respond(HttpResponse::Json(200, openai::ChatCompletion(header, out, usage).dump()));
+  }
+};
+
+void ChatCompletions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
+  const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return RespondError(*responder, api::InvalidRequest("the request body is not valid JSON"));
+  api::ChatRequest chat;
+  api::ApiError error;
+  if (!openai::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
+  ModelInstance* model = models.Find(chat.model);
+  if (model == nullptr) {
+    api::ApiError e{api::ErrorKind::kNotFound, "The model '" + chat.model + "' does not exist", "model",
+                    "model_not_found"};
+    return RespondError(*responder, e);
+  }
+  if (chat.options.json_object) {
+    return RespondError(*responder, api::InvalidRequest("response_format json_object needs constrained decoding, "
+                                                        "which herd does not have yet",
+                                                        "response_format"));
+  }
+  std::vector<int32_t> prompt;
+  if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
+  auto submitted = model->engine().Submit(model->ToGenerationRequest(std::move(prompt), chat.options, -1));
+  if (!submitted.ok()) return RespondError(*responder, api::FromStatus(submitted.status()));
+  auto x = std::make_shared<ChatExchange>();
+  x->events = *submitted;
+  x->responder = responder;
+  x->model = model;
+  x->header = {NewId("chatcmpl-"), UnixNow(), model->name(), ""};
+  x->stream = chat.stream;
+  x->include_usage = chat.include_usage;
+  x->logprobs = chat.options.logprobs;
+  if (x->stream) x->sse = responder->StartSse();
+  Engine* engine = &model->engine();
+  const RequestId id = x->events->id();
+  responder->OnCancel([engine, id] { engine->Cancel(id); });
+  x->events->SetNotify([x] { x->Drain(); });  // the stream keeps the exchange alive until it ends
+  x->Drain();
+}
+
+json ModelJson(const ModelInstance& m) {
+  return json{{"id", m.name()}, {"object", "model"}, {"created", m.created()}, {"owned_by", "herd"}};
+}
+
+}  // namespace
+
+ModelInstance* ModelRegistry::Find(const std::string& name) const {
+  for (const auto& m : models_) {
+    if (m->name() == name) return m.get();
+  }
+  return nullptr;
+}
+
+void AddOpenAiRoutes(Router& router, ModelRegistry& models) {
+  router.Post("/v1/chat/completions", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+    ChatCompletions(models, req, std::move(r));
+  });
+  router.Get("/v1/models", [&models](HttpRequest&, std::shared_ptr<Responder> r) {
+    json data = json::array();
+    for (const auto& m : models.all()) data.push_back(ModelJson(*m));
+    r->Respond(HttpResponse::Json(200, json{{"object", "list"}, {"data", data}}.dump()));
+  });
+  router.Get("/v1/models/{id}", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+    const std::string id = req.PathParam("id");
+    const ModelInstance* m = models.Find(id);
+    if (m == nullptr) {
+      return RespondError(
+          *r, {api::ErrorKind::kNotFound, "The model '" + id + "' does not exist", "model", "model_not_found"});
+    }
+    r->Respond(HttpResponse::Json(200, ModelJson(*m).dump()));
+  });
+}
+
+}  // namespace herd::server
