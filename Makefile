@@ -1,4 +1,4 @@
-# Quick start:  make serve   (installs, builds, runs herd on the built-in demo model)
+# Quick start:  make serve   (installs, builds, serves the built-in demo model over HTTP)
 #               make test    (installs, builds, runs the whole test suite)
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
