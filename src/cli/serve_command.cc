@@ -1,5 +1,6 @@
 // herd serve: the HTTP server. Loads the model (the demo model by default), starts the engine
-// and serves the OpenAI API (`/v1/chat/completions`, `/v1/models`) until SIGINT/SIGTERM, then
+// and serves the OpenAI API (`/v1/chat/completions`, `/v1/models`) and the Anthropic Messages API
+// (`/v1/messages`, `/v1/messages/count_tokens`) until SIGINT/SIGTERM, then
 // stops accepting, lets in-flight responses finish (up to 10 s) and exits 0.
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -9,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_loader.h"
 #include "http/http_server.h"
+#include "server/anthropic_routes.h"
 #include "server/openai_routes.h"
 
 namespace herd::cli {
@@ -48,6 +50,7 @@ void Serve(const ServeOptions& o) {
   models.Add(std::move(model).value());
   Router router;
   server::AddOpenAiRoutes(router, models);
+  server::AddAnthropicRoutes(router, models);
   HttpServerConfig hc;
   hc.host = o.host;
   hc.port = static_cast<uint16_t>(o.port);
@@ -62,7 +65,8 @@ void Serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const Status started = http.Start();
   if (!started.ok()) Fail(started.message());
-  std::printf("herd serving model '%s' at http://%s:%u (OpenAI API)\n", name.c_str(), o.host.c_str(), http.port());
+  std::printf("herd serving model '%s' at http://%s:%u (OpenAI and Anthropic APIs)\n", name.c_str(), o.host.c_str(),
+              http.port());
   std::printf(
       "try: curl http://%s:%u/v1/chat/completions -H 'Content-Type: application/json' \\\n"
       "       -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], "
@@ -79,7 +83,7 @@ void Serve(const ServeOptions& o) {
 
 void AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI API)");
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI and Anthropic APIs)");
   cmd->add_option("-m,--model", o->model, "GGUF model file (default: the built-in demo model)");
   cmd->add_option("--alias", o->alias, "Model id in the API (default: the file name without .gguf)");
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str();

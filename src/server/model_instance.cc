@@ -43,16 +43,17 @@ ModelInstance::~ModelInstance() {
   if (engine_) engine_->Stop();
 }
 
-bool ModelInstance::ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens,
-                               api::ApiError* error) const {
+bool ModelInstance::Render(const api::ChatRequest& request, size_t n_messages, bool generation_prompt,
+                           std::vector<int32_t>* tokens, api::ApiError* error) const {
   chat::ChatContext ctx;
-  for (const api::ChatMessage& m : request.messages) {
+  for (size_t i = 0; i < n_messages && i < request.messages.size(); ++i) {
+    const api::ChatMessage& m = request.messages[i];
     nlohmann::ordered_json msg = {{"role", m.role == "developer" ? "system" : m.role}, {"content", m.content}};
     if (!m.name.empty()) msg["name"] = m.name;
     if (!m.tool_call_id.empty()) msg["tool_call_id"] = m.tool_call_id;
     ctx.messages.push_back(std::move(msg));
   }
-  ctx.add_generation_prompt = true;
+  ctx.add_generation_prompt = generation_prompt;
   const Vocab& v = tokenizer_->vocab();
   if (v.bos != kNoToken) ctx.bos_token = tokenizer_->TokenToPiece(v.bos, true);
   if (v.eos != kNoToken) ctx.eos_token = tokenizer_->TokenToPiece(v.eos, true);
@@ -67,6 +68,21 @@ bool ModelInstance::ChatPrompt(const api::ChatRequest& request, std::vector<int3
     tokens->insert(tokens->begin(), v.bos);
   }
   return true;
+}
+
+bool ModelInstance::ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens,
+                               api::ApiError* error) const {
+  return Render(request, request.messages.size(), true, tokens, error);
+}
+
+int32_t ModelInstance::PrefixTokens(const api::ChatRequest& request, int32_t n_messages,
+                                    const std::vector<int32_t>& full) const {
+  std::vector<int32_t> part;
+  api::ApiError ignored;
+  if (!Render(request, static_cast<size_t>(n_messages), false, &part, &ignored)) return 0;
+  size_t n = 0;
+  while (n < part.size() && n < full.size() && part[n] == full[n]) ++n;
+  return static_cast<int32_t>(n);
 }
 
 GenerationRequest ModelInstance::ToGenerationRequest(std::vector<int32_t> prompt, const api::GenerationOptions& o,

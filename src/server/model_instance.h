@@ -49,6 +49,10 @@ class ModelInstance {
   // special tokens parsed; BOS added when the vocabulary wants it and the text lacks it.
   bool ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens, api::ApiError* error) const;
 
+  // Tokens of the prompt prefix that ends with messages[0, n_messages) (no generation prompt),
+  // clipped to the part that is a prefix of `full` (for cache breakpoints / pins).
+  int32_t PrefixTokens(const api::ChatRequest& request, int32_t n_messages, const std::vector<int32_t>& full) const;
+
   // Engine request for `prompt` with the API options; `default_max_tokens` < 0: until the
   // context is full.
   GenerationRequest ToGenerationRequest(std::vector<int32_t> prompt, const api::GenerationOptions& o,
@@ -56,6 +60,8 @@ class ModelInstance {
 
  private:
   ModelInstance() = default;
+  bool Render(const api::ChatRequest& request, size_t n_messages, bool generation_prompt, std::vector<int32_t>* tokens,
+              api::ApiError* error) const;
   std::string name_;
   int64_t created_ = 0;
   std::unique_ptr<GgufFile> file_;

@@ -156,13 +156,6 @@ json ModelJson(const ModelInstance& m) {
 
 }  // namespace
 
-ModelInstance* ModelRegistry::Find(const std::string& name) const {
-  for (const auto& m : models_) {
-    if (m->name() == name) return m.get();
-  }
-  return nullptr;
-}
-
 void AddOpenAiRoutes(Router& router, ModelRegistry& models) {
   router.Post("/v1/chat/completions", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
     ChatCompletions(models, req, std::move(r));

@@ -8,20 +8,9 @@
 #include <vector>
 
 #include "http/router.h"
-#include "server/model_instance.h"
+#include "server/model_registry.h"
 
 namespace herd::server {
-
-// The models this process serves (loaded at start for now; on-demand loading comes later).
-class ModelRegistry {
- public:
-  void Add(std::unique_ptr<ModelInstance> model) { models_.push_back(std::move(model)); }
-  ModelInstance* Find(const std::string& name) const;
-  const std::vector<std::unique_ptr<ModelInstance>>& all() const { return models_; }
-
- private:
-  std::vector<std::unique_ptr<ModelInstance>> models_;
-};
 
 void AddOpenAiRoutes(Router& router, ModelRegistry& models);
 

@@ -1,0 +1,162 @@
+#include "server/anthropic_routes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "protocols/anthropic/messages.h"
+
+namespace herd::server {
+namespace {
+
+using nlohmann::json;
+
+void RespondError(Responder& r, const api::ApiError& e) {
+  r.Respond(HttpResponse::Json(anthropic::HttpStatus(e), anthropic::ErrorBody(e).dump()));
+}
+
+std::string NewMessageId() {
+  static std::atomic<uint64_t> counter{0};
+  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "msg_%012llx%04llx", static_cast<unsigned long long>(now) & 0xffffffffffffULL,
+                static_cast<unsigned long long>(counter.fetch_add(1) & 0xffff));
+  return buf;
+}
+
+// Parses the body, finds the model and renders the prompt; on failure answers and returns null.
+ModelInstance* Prepare(ModelRegistry& models, const HttpRequest& req, bool count_tokens, Responder& responder,
+                       api::ChatRequest* chat, std::vector<int32_t>* prompt) {
+  const json body = json::parse(req.body, nullptr, false);
+  api::ApiError error;
+  if (body.is_discarded()) {
+    RespondError(responder, api::InvalidRequest("the request body is not valid JSON"));
+    return nullptr;
+  }
+  if (!anthropic::ParseMessagesRequest(body, count_tokens, chat, &error)) {
+    RespondError(responder, error);
+    return nullptr;
+  }
+  ModelInstance* model = models.Find(chat->model);
+  if (model == nullptr) {
+    RespondError(responder, {api::ErrorKind::kNotFound, "model: " + chat->model, "model", ""});
+    return nullptr;
+  }
+  if (!model->ChatPrompt(*chat, prompt, &error)) {
+    RespondError(responder, error);
+    return nullptr;
+  }
+  return model;
+}
+
+struct MessageExchange {
+  std::mutex mu;
+  std::shared_ptr<RequestStream> events;
+  std::shared_ptr<Responder> responder;
+  std::shared_ptr<ResponseStream> sse;
+  std::string id, model;
+  bool stream = false, started = false, done = false;
+  int32_t prompt_tokens = 0, pinned_tokens = 0;
+  std::string text;
+
+  anthropic::MessageUsage Usage(const EngineEvent& fin) const {
+    anthropic::MessageUsage u;
+    u.cache_read_input_tokens = fin.usage.cached_tokens;
+    u.input_tokens = fin.usage.prompt_tokens - fin.usage.cached_tokens;
+    u.cache_creation_input_tokens = std::max(0, pinned_tokens - fin.usage.cached_tokens);
+    u.output_tokens = fin.usage.completion_tokens;
+    return u;
+  }
+
+  void Start() {
+    if (started || !stream) return;
+    started = true;
+    anthropic::MessageUsage u;
+    u.input_tokens = prompt_tokens;
+    sse->Write(anthropic::SseEvent(anthropic::MessageStart(id, model, u)));
+    sse->Write(anthropic::SseEvent(anthropic::ContentBlockStart(0)));
+    sse->Write(anthropic::SseEvent(anthropic::Ping()));
+  }
+
+  void Drain() {
+    std::lock_guard lock(mu);
+    if (done) return;
+    Start();
+    EngineEvent ev;
+    while (events->TryNext(&ev)) {
+      if (stream && !ev.text.empty()) sse->Write(anthropic::SseEvent(anthropic::TextDelta(0, ev.text)));
+      if (!stream) text += ev.text;
+      if (ev.kind != EngineEvent::Kind::kFinished) continue;
+      const std::string reason =
+          anthropic::StopReason(ev.finish == FinishReason::kLength ? "length" : "stop", ev.stop_string);
+      const anthropic::MessageUsage u = Usage(ev);
+      if (stream) {
+        sse->Write(anthropic::SseEvent(anthropic::ContentBlockStop(0)));
+        json delta = anthropic::MessageDelta(reason, ev.stop_string, u.output_tokens);
+        delta["usage"]["input_tokens"] = u.input_tokens;
+        delta["usage"]["cache_read_input_tokens"] = u.cache_read_input_tokens;
+        delta["usage"]["cache_creation_input_tokens"] = u.cache_creation_input_tokens;
+        sse->Write(anthropic::SseEvent(delta));
+        sse->Write(anthropic::SseEvent(anthropic::MessageStop()));
+        sse->Finish();
+      } else {
+        responder->Respond(
+            HttpResponse::Json(200, anthropic::Message(id, model, text, reason, ev.stop_string, u).dump()));
+      }
+    }
+    if (events->ended()) {
+      done = true;
+      events->SetNotify({});
+    }
+  }
+};
+
+void Messages(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
+  api::ChatRequest chat;
+  std::vector<int32_t> prompt;
+  ModelInstance* model = Prepare(models, req, false, *responder, &chat, &prompt);
+  if (model == nullptr) return;
+  GenerationRequest gen = model->ToGenerationRequest(prompt, chat.options, 0);
+  int32_t pinned = 0;
+  for (const api::CacheBreakpoint& bp : chat.cache_breakpoints) {
+    const api::ChatMessage& m = chat.messages[static_cast<size_t>(bp.message_index)];
+    // A breakpoint inside a message pins up to the previous message boundary.
+    const int32_t n_messages = bp.content_bytes >= m.content.size() ? bp.message_index + 1 : bp.message_index;
+    const int32_t n_tokens = model->PrefixTokens(chat, n_messages, prompt);
+    if (n_tokens <= 0) continue;
+    gen.pins.push_back({n_tokens, std::chrono::seconds(bp.ttl_seconds)});
+    pinned = std::max(pinned, n_tokens);
+  }
+  auto submitted = model->engine().Submit(std::move(gen));
+  if (!submitted.ok()) return RespondError(*responder, api::FromStatus(submitted.status()));
+  auto x = std::make_shared<MessageExchange>();
+  x->events = *submitted;
+  x->responder = responder;
+  x->id = NewMessageId();
+  x->model = model->name();
+  x->stream = chat.stream;
+  x->prompt_tokens = static_cast<int32_t>(prompt.size());
+  x->pinned_tokens = pinned;
+  if (x->stream) x->sse = responder->StartSse();
+  Engine* engine = &model->engine();
+  const RequestId id = x->events->id();
+  responder->OnCancel([engine, id] { engine->Cancel(id); });
+  x->events->SetNotify([x] { x->Drain(); });
+  x->Drain();
+}
+
+}  // namespace
+
+void AddAnthropicRoutes(Router& router, ModelRegistry& models) {
+  router.Post("/v1/messages",
+              [&models](HttpRequest& req, std::shared_ptr<Responder> r) { Messages(models, req, std::move(r)); });
+  router.Post("/v1/messages/count_tokens", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+    api::ChatRequest chat;
+    std::vector<int32_t> prompt;
+    if (Prepare(models, req, true, *r, &chat, &prompt) == nullptr) return;
+    r->Respond(HttpResponse::Json(200, json{{"input_tokens", prompt.size()}}.dump()));
+  });
+}
+
+}  // namespace herd::server
