@@ -1,6 +1,7 @@
 // herd serve: the HTTP server. Loads the model (the demo model by default), starts the engine
 // and serves the OpenAI API (`/v1/chat/completions`, `/v1/models`) and the Anthropic Messages API
-// (`/v1/messages`, `/v1/messages/count_tokens`) until SIGINT/SIGTERM, then
+// (`/v1/messages`, `/v1/messages/count_tokens`) and Ollama's `/api/chat`, `/api/generate`,
+// `/api/tags`, `/api/version` until SIGINT/SIGTERM, then
 // stops accepting, lets in-flight responses finish (up to 10 s) and exits 0.
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -11,6 +12,7 @@
 #include "cli/model_loader.h"
 #include "http/http_server.h"
 #include "server/anthropic_routes.h"
+#include "server/ollama_routes.h"
 #include "server/openai_routes.h"
 
 namespace herd::cli {
@@ -51,6 +53,7 @@ void Serve(const ServeOptions& o) {
   Router router;
   server::AddOpenAiRoutes(router, models);
   server::AddAnthropicRoutes(router, models);
+  server::AddOllamaRoutes(router, models);
   HttpServerConfig hc;
   hc.host = o.host;
   hc.port = static_cast<uint16_t>(o.port);
@@ -65,8 +68,8 @@ void Serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const Status started = http.Start();
   if (!started.ok()) Fail(started.message());
-  std::printf("herd serving model '%s' at http://%s:%u (OpenAI and Anthropic APIs)\n", name.c_str(), o.host.c_str(),
-              http.port());
+  std::printf("herd serving model '%s' at http://%s:%u (OpenAI, Anthropic and Ollama APIs)\n", name.c_str(),
+              o.host.c_str(), http.port());
   std::printf(
       "try: curl http://%s:%u/v1/chat/completions -H 'Content-Type: application/json' \\\n"
       "       -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], "
@@ -83,7 +86,7 @@ void Serve(const ServeOptions& o) {
 
 void AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI and Anthropic APIs)");
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI, Anthropic and Ollama APIs)");
   cmd->add_option("-m,--model", o->model, "GGUF model file (default: the built-in demo model)");
   cmd->add_option("--alias", o->alias, "Model id in the API (default: the file name without .gguf)");
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str();

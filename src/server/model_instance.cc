@@ -10,6 +10,7 @@ namespace herd::server {
 
 Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOptions& o) {
   std::unique_ptr<ModelInstance> m(new ModelInstance);
+  m->path_ = o.path;
   m->name_ = o.name.empty() ? std::filesystem::path(o.path).stem().string() : o.name;
   m->created_ =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

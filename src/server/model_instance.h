@@ -44,6 +44,8 @@ class ModelInstance {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   int32_t n_ctx() const { return engine_->n_ctx(); }
   int64_t created() const { return created_; }  // unix seconds the model was loaded
+  uint64_t file_size() const { return file_->file_size(); }
+  const std::string& path() const { return path_; }
 
   // The chat rendered with the model's template (generation prompt on) and tokenized with
   // special tokens parsed; BOS added when the vocabulary wants it and the text lacks it.
@@ -63,6 +65,7 @@ class ModelInstance {
   bool Render(const api::ChatRequest& request, size_t n_messages, bool generation_prompt, std::vector<int32_t>* tokens,
               api::ApiError* error) const;
   std::string name_;
+  std::string path_;
   int64_t created_ = 0;
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Backend> backend_;
