@@ -30,6 +30,8 @@ struct ServeOptions {
   std::string kv_budget;
   int io_threads = 2;
   std::string cors;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
 };
 
 void Serve(const ServeOptions& o) {
@@ -50,10 +52,16 @@ void Serve(const ServeOptions& o) {
   const std::string name = (*model)->name();
   server::ModelRegistry models;
   models.Add(std::move(model).value());
+  server::ApiKeys keys;
+  for (const auto& k : o.api_keys) keys.Add(k);
+  if (!o.api_key_file.empty()) {
+    const Status loaded = keys.LoadFile(o.api_key_file);
+    if (!loaded.ok()) Fail(loaded.message());
+  }
   Router router;
-  server::AddOpenAiRoutes(router, models);
-  server::AddAnthropicRoutes(router, models);
-  server::AddOllamaRoutes(router, models);
+  server::AddOpenAiRoutes(router, models, &keys);
+  server::AddAnthropicRoutes(router, models, &keys);
+  server::AddOllamaRoutes(router, models, &keys);
   HttpServerConfig hc;
   hc.host = o.host;
   hc.port = static_cast<uint16_t>(o.port);
@@ -100,6 +108,9 @@ void AddServeCommand(CLI::App& app) {
                   "KV pool: bytes (2GiB) or a fraction of available memory (0.3); default: 4 full contexts");
   cmd->add_option("--io-threads", o->io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--cors", o->cors, "Access-Control-Allow-Origin value (empty: CORS off)");
+  cmd->add_option("--api-key", o->api_keys,
+                  "Require this key (Authorization: Bearer KEY or x-api-key: KEY); repeatable");
+  cmd->add_option("--api-key-file", o->api_key_file, "Require one of the keys in this file (one per line)");
   cmd->callback([o] { Serve(*o); });
 }
 

@@ -148,15 +148,18 @@ void Messages(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
 
 }  // namespace
 
-void AddAnthropicRoutes(Router& router, ModelRegistry& models) {
-  router.Post("/v1/messages",
-              [&models](HttpRequest& req, std::shared_ptr<Responder> r) { Messages(models, req, std::move(r)); });
-  router.Post("/v1/messages/count_tokens", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
-    api::ChatRequest chat;
-    std::vector<int32_t> prompt;
-    if (Prepare(models, req, true, *r, &chat, &prompt) == nullptr) return;
-    r->Respond(HttpResponse::Json(200, json{{"input_tokens", prompt.size()}}.dump()));
-  });
+void AddAnthropicRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys) {
+  const auto reject = [](const api::ApiError& e) { return HttpResponse::Json(401, anthropic::ErrorBody(e).dump()); };
+  router.Post("/v1/messages", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+                Messages(models, req, std::move(r));
+              }));
+  router.Post("/v1/messages/count_tokens",
+              RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+                api::ChatRequest chat;
+                std::vector<int32_t> prompt;
+                if (Prepare(models, req, true, *r, &chat, &prompt) == nullptr) return;
+                r->Respond(HttpResponse::Json(200, json{{"input_tokens", prompt.size()}}.dump()));
+              }));
 }
 
 }  // namespace herd::server

@@ -158,24 +158,29 @@ void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
 
 }  // namespace
 
-void AddOllamaRoutes(Router& router, ModelRegistry& models) {
-  router.Post("/api/chat", [&models](HttpRequest& req, std::shared_ptr<Responder> r) { Chat(models, req, r); });
-  router.Post("/api/generate", [&models](HttpRequest& req, std::shared_ptr<Responder> r) { Generate(models, req, r); });
+void AddOllamaRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys) {
+  const auto reject = [](const api::ApiError& e) { return HttpResponse::Json(401, ollama::ErrorBody(e).dump()); };
+  router.Post("/api/chat", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+                Chat(models, req, r);
+              }));
+  router.Post("/api/generate", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+                Generate(models, req, r);
+              }));
   router.Get("/api/version", [](HttpRequest&, std::shared_ptr<Responder> r) {
     r->Respond(HttpResponse::Json(200, json{{"version", kVersion}}.dump()));
   });
-  router.Get("/api/tags", [&models](HttpRequest&, std::shared_ptr<Responder> r) {
-    json list = json::array();
-    for (const auto& m : models.all()) {
-      list.push_back({{"name", m->name()},
-                      {"model", m->name()},
-                      {"modified_at", ollama::CreatedAt(m->created() * 1000000000LL)},
-                      {"size", m->file_size()},
-                      {"digest", ""},
-                      {"details", {{"format", "gguf"}, {"family", "llama"}}}});
-    }
-    r->Respond(HttpResponse::Json(200, json{{"models", list}}.dump()));
-  });
+  router.Get("/api/tags", RequireKey(keys, reject, [&models](HttpRequest&, std::shared_ptr<Responder> r) {
+               json list = json::array();
+               for (const auto& m : models.all()) {
+                 list.push_back({{"name", m->name()},
+                                 {"model", m->name()},
+                                 {"modified_at", ollama::CreatedAt(m->created() * 1000000000LL)},
+                                 {"size", m->file_size()},
+                                 {"digest", ""},
+                                 {"details", {{"format", "gguf"}, {"family", "llama"}}}});
+               }
+               r->Respond(HttpResponse::Json(200, json{{"models", list}}.dump()));
+             }));
   router.Get("/", [](HttpRequest&, std::shared_ptr<Responder> r) {
     r->Respond(HttpResponse::Text(200, "herd is running (Ollama-compatible API)"));
   });

@@ -4,10 +4,12 @@
 #pragma once
 
 #include "http/router.h"
+#include "server/api_keys.h"
 #include "server/model_registry.h"
 
 namespace herd::server {
 
-void AddOllamaRoutes(Router& router, ModelRegistry& models);
+// With `keys` enabled, the API routes answer 401 without a valid key.
+void AddOllamaRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys = nullptr);
 
 }  // namespace herd::server

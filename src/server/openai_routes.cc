@@ -156,24 +156,26 @@ json ModelJson(const ModelInstance& m) {
 
 }  // namespace
 
-void AddOpenAiRoutes(Router& router, ModelRegistry& models) {
-  router.Post("/v1/chat/completions", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
-    ChatCompletions(models, req, std::move(r));
-  });
-  router.Get("/v1/models", [&models](HttpRequest&, std::shared_ptr<Responder> r) {
-    json data = json::array();
-    for (const auto& m : models.all()) data.push_back(ModelJson(*m));
-    r->Respond(HttpResponse::Json(200, json{{"object", "list"}, {"data", data}}.dump()));
-  });
-  router.Get("/v1/models/{id}", [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
-    const std::string id = req.PathParam("id");
-    const ModelInstance* m = models.Find(id);
-    if (m == nullptr) {
-      return RespondError(
-          *r, {api::ErrorKind::kNotFound, "The model '" + id + "' does not exist", "model", "model_not_found"});
-    }
-    r->Respond(HttpResponse::Json(200, ModelJson(*m).dump()));
-  });
+void AddOpenAiRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys) {
+  const auto reject = [](const api::ApiError& e) { return HttpResponse::Json(401, openai::ErrorBody(e).dump()); };
+  router.Post("/v1/chat/completions",
+              RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+                ChatCompletions(models, req, std::move(r));
+              }));
+  router.Get("/v1/models", RequireKey(keys, reject, [&models](HttpRequest&, std::shared_ptr<Responder> r) {
+               json data = json::array();
+               for (const auto& m : models.all()) data.push_back(ModelJson(*m));
+               r->Respond(HttpResponse::Json(200, json{{"object", "list"}, {"data", data}}.dump()));
+             }));
+  router.Get("/v1/models/{id}", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+               const std::string id = req.PathParam("id");
+               const ModelInstance* m = models.Find(id);
+               if (m == nullptr) {
+                 return RespondError(*r, {api::ErrorKind::kNotFound, "The model '" + id + "' does not exist", "model",
+                                          "model_not_found"});
+               }
+               r->Respond(HttpResponse::Json(200, ModelJson(*m).dump()));
+             }));
 }
 
 }  // namespace herd::server
