@@ -32,6 +32,7 @@ struct ServeOptions {
   std::string cors;
   std::vector<std::string> api_keys;
   std::string api_key_file;
+  std::string prefix_cache_file;
 };
 
 void Serve(const ServeOptions& o) {
@@ -42,6 +43,7 @@ void Serve(const ServeOptions& o) {
   mo.n_ctx = o.ctx;
   mo.max_batch_tokens = o.batch_tokens;
   mo.kv_type = KvTypeFromName(o.kv_type);
+  mo.prefix_cache_file = o.prefix_cache_file;
   if (!o.kv_budget.empty()) {
     auto b = ParseMemoryBudget(o.kv_budget, AvailableMemoryBytes());
     if (!b.ok()) Fail("--kv-budget: " + b.status().message());
@@ -110,6 +112,8 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--cors", o->cors, "Access-Control-Allow-Origin value (empty: CORS off)");
   cmd->add_option("--api-key", o->api_keys,
                   "Require this key (Authorization: Bearer KEY or x-api-key: KEY); repeatable");
+  cmd->add_option("--prefix-cache-file", o->prefix_cache_file,
+                  "Save pinned prompt prefixes (cache_control) here at shutdown and load them at start");
   cmd->add_option("--api-key-file", o->api_key_file, "Require one of the keys in this file (one per line)");
   cmd->callback([o] { Serve(*o); });
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "http/http_server.h"
 #include "http/test_client.h"
 #include "model/test_models.h"
@@ -117,6 +119,46 @@ TEST_F(AnthropicRoutesTest, CacheControlPinsThePrefixAndUsageSaysSo) {
   const json counted = json::parse(Post("/v1/messages/count_tokens", count.dump()).body);
   EXPECT_EQ(counted["input_tokens"].get<int>(),
             first["usage"]["cache_read_input_tokens"].get<int>() + first["usage"]["input_tokens"].get<int>());
+}
+
+// A pinned prefix survives a restart through ModelInstanceOptions::prefix_cache_file.
+TEST(PrefixCacheFileTest, PinnedPrefixesAreWarmAfterARestart) {
+  const std::string file = ::testing::TempDir() + "/herd-prefix-cache.bin";
+  std::remove(file.c_str());
+  ModelInstanceOptions o;
+  o.path = testing::TestModelPath("tiny", "F32");
+  o.name = "tiny";
+  o.threads = 1;
+  o.n_ctx = 512;
+  o.prefix_cache_file = file;
+  auto serve_once = [&](int32_t* loaded) {
+    auto m = ModelInstance::Load(o);
+    EXPECT_TRUE(m.ok());
+    *loaded = (*m)->prefix_blocks_loaded();
+    ModelRegistry models;
+    models.Add(std::move(m).value());
+    Router router;
+    AddAnthropicRoutes(router, models);
+    HttpServerConfig c;
+    c.port = 0;
+    HttpServer server(c, std::move(router));
+    EXPECT_TRUE(server.Start().ok());
+    testing::TestClient client(server.port());
+    const std::string body = Request(false, true, 'z').dump();
+    EXPECT_TRUE(client.Send("POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                            "\r\nConnection: close\r\n\r\n" + body));
+    auto r = client.ReadResponse(false, std::chrono::milliseconds(60000));
+    server.Stop(std::chrono::milliseconds(500));
+    return json::parse(r ? r->body : "{}");
+  };
+  int32_t loaded_first = -1, loaded_second = -1;
+  const json first = serve_once(&loaded_first);  // the model unloads at the end of the lambda: saved
+  const json second = serve_once(&loaded_second);
+  EXPECT_EQ(loaded_first, 0);
+  EXPECT_GT(loaded_second, 0);
+  EXPECT_EQ(first["usage"]["cache_read_input_tokens"], 0);
+  EXPECT_GE(second["usage"]["cache_read_input_tokens"].get<int>(), 16) << second.dump();
+  std::remove(file.c_str());
 }
 
 TEST_F(AnthropicRoutesTest, ErrorsHaveAnthropicsShape) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "base/log.h"
 #include "io/file_identity.h"
 
 namespace herd::server {
@@ -36,12 +37,27 @@ Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOp
   eo.scheduler.max_batch_tokens = o.max_batch_tokens;
   HERD_ASSIGN_OR_RETURN(eo.cache_key, FileIdentityAt(o.path));
   HERD_ASSIGN_OR_RETURN(m->engine_, Engine::Create(m->model_.get(), m->cache_.get(), m->tokenizer_.get(), eo));
+  m->prefix_cache_file_ = o.prefix_cache_file;
+  if (!o.prefix_cache_file.empty()) {
+    auto loaded = m->engine_->LoadPrefixCache(o.prefix_cache_file);
+    if (loaded.ok()) {
+      m->prefix_blocks_loaded_ = *loaded;
+    } else if (loaded.status().code() != StatusCode::kNotFound) {
+      HERD_LOG(kWarn, "%s: prefix cache not loaded: %s", o.prefix_cache_file.c_str(),
+               loaded.status().message().c_str());
+    }
+  }
   m->engine_->Start();
   return m;
 }
 
 ModelInstance::~ModelInstance() {
-  if (engine_) engine_->Stop();
+  if (!engine_) return;
+  engine_->Stop();
+  if (!prefix_cache_file_.empty()) {
+    const Status saved = engine_->SavePrefixCache(prefix_cache_file_, {});
+    if (!saved.ok()) HERD_LOG(kWarn, "prefix cache not saved: %s", saved.message().c_str());
+  }
 }
 
 bool ModelInstance::Render(const api::ChatRequest& request, size_t n_messages, bool generation_prompt,

@@ -31,13 +31,16 @@ struct ModelInstanceOptions {
   int32_t n_ctx = 4096;            // longest sequence (capped at the model's training context)
   int32_t max_batch_tokens = 128;  // per engine step: 64-128 keeps CPU steps short
   DType kv_type = DType::kF16;
+  // Pinned prefixes (Anthropic cache_control) are saved here when the model is unloaded and
+  // loaded back at start, so agents' system prompts are warm after a restart. Empty: off.
+  std::string prefix_cache_file;
 };
 
 class ModelInstance {
  public:
   // Loads the model and starts its engine. Errors name the file and the reason.
   static Result<std::unique_ptr<ModelInstance>> Load(const ModelInstanceOptions& options);
-  ~ModelInstance();
+  ~ModelInstance();  // stops the engine, then saves the prefix cache file if configured
 
   const std::string& name() const { return name_; }
   Engine& engine() { return *engine_; }
@@ -46,6 +49,7 @@ class ModelInstance {
   int64_t created() const { return created_; }  // unix seconds the model was loaded
   uint64_t file_size() const { return file_->file_size(); }
   const std::string& path() const { return path_; }
+  int32_t prefix_blocks_loaded() const { return prefix_blocks_loaded_; }
 
   // The chat rendered with the model's template (generation prompt on) and tokenized with
   // special tokens parsed; BOS added when the vocabulary wants it and the text lacks it.
@@ -66,6 +70,8 @@ class ModelInstance {
               api::ApiError* error) const;
   std::string name_;
   std::string path_;
+  std::string prefix_cache_file_;
+  int32_t prefix_blocks_loaded_ = 0;
   int64_t created_ = 0;
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Backend> backend_;
