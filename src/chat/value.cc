@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/json_string.h"
+
 namespace herd::chat {
 
 const Value* ValueDict::Find(const Value& key) const {
@@ -250,9 +252,8 @@ void JsonString(const std::string& s, bool ensure_ascii, std::string& out) {
     out += '"';
     for (char32_t cp : ToCodePoints(s)) {
       if (cp < 0x80) {
-        std::string one;
-        JsonString(std::string(1, static_cast<char>(cp)), false, one);
-        out += one.substr(1, one.size() - 2);
+        const char ascii = static_cast<char>(cp);
+        AppendJsonEscaped(std::string_view(&ascii, 1), &out);
         continue;
       }
       char b[16];
@@ -268,25 +269,7 @@ void JsonString(const std::string& s, bool ensure_ascii, std::string& out) {
     return;
   }
   out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof(b), "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
+  AppendJsonEscaped(s, &out);
   out += '"';
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/json_string.h"
+
 namespace herd {
 
 namespace {
@@ -142,24 +144,7 @@ std::string_view StatusReason(int status) {
 
 std::string JsonEscape(std::string_view s) {
   std::string out;
-  out.reserve(s.size() + 8);
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
+  AppendJsonEscaped(s, &out);
   return out;
 }
 
