@@ -1,11 +1,11 @@
 #include "server/anthropic_routes.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <mutex>
 
 #include "protocols/anthropic/messages.h"
+#include "server/exchange_util.h"
 
 namespace herd::server {
 namespace {
@@ -14,15 +14,6 @@ using nlohmann::json;
 
 void RespondError(Responder& r, const api::ApiError& e) {
   r.Respond(HttpResponse::Json(anthropic::HttpStatus(e), anthropic::ErrorBody(e).dump()));
-}
-
-std::string NewMessageId() {
-  static std::atomic<uint64_t> counter{0};
-  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "msg_%012llx%04llx", static_cast<unsigned long long>(now) & 0xffffffffffffULL,
-                static_cast<unsigned long long>(counter.fetch_add(1) & 0xffff));
-  return buf;
 }
 
 // Parses the body, finds the model and renders the prompt; on failure answers and returns null.
@@ -133,17 +124,13 @@ void Messages(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
   auto x = std::make_shared<MessageExchange>();
   x->events = *submitted;
   x->responder = responder;
-  x->id = NewMessageId();
+  x->id = NewResponseId("msg_");
   x->model = model->name();
   x->stream = chat.stream;
   x->prompt_tokens = static_cast<int32_t>(prompt.size());
   x->pinned_tokens = pinned;
   if (x->stream) x->sse = responder->StartSse();
-  Engine* engine = &model->engine();
-  const RequestId id = x->events->id();
-  responder->OnCancel([engine, id] { engine->Cancel(id); });
-  x->events->SetNotify([x] { x->Drain(); });
-  x->Drain();
+  Connect(x, model->engine(), *responder);
 }
 
 }  // namespace

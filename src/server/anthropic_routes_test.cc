@@ -6,9 +6,7 @@
 
 #include <cstdio>
 
-#include "http/http_server.h"
-#include "http/test_client.h"
-#include "model/test_models.h"
+#include "server/server_test_util.h"
 
 namespace herd::server {
 namespace {
@@ -18,39 +16,13 @@ using nlohmann::json;
 class AnthropicRoutesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ModelInstanceOptions o;
-    o.path = testing::TestModelPath("tiny", "F32");
-    o.name = "tiny";
-    o.threads = 1;
-    o.n_ctx = 512;
-    auto m = ModelInstance::Load(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    models_ = new ModelRegistry;
-    models_->Add(std::move(m).value());
-    Router router;
-    AddAnthropicRoutes(router, *models_);
-    HttpServerConfig c;
-    c.port = 0;
-    server_ = new HttpServer(c, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
+    server_ = new testing::ServerHarness([](Router& r, ModelRegistry& m) { AddAnthropicRoutes(r, m); });
   }
-  static void TearDownTestSuite() {
-    server_->Stop(std::chrono::milliseconds(1000));
-    delete server_;
-    delete models_;
-  }
+  static void TearDownTestSuite() { delete server_; }
   static testing::TestResponse Post(const std::string& path, const std::string& body) {
-    testing::TestClient client(server_->port());
-    std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
-    req += "anthropic-version: 2023-06-01\r\nContent-Length: " + std::to_string(body.size()) +
-           "\r\nConnection: close\r\n\r\n" + body;
-    EXPECT_TRUE(client.Send(req));
-    auto r = client.ReadResponse(false, std::chrono::milliseconds(60000));
-    EXPECT_TRUE(r.has_value());
-    return r.value_or(testing::TestResponse{});
+    return server_->Call("POST", path, body, "anthropic-version: 2023-06-01\r\n");
   }
-  static inline ModelRegistry* models_ = nullptr;
-  static inline HttpServer* server_ = nullptr;
+  static inline testing::ServerHarness* server_ = nullptr;
 };
 
 json Request(bool stream, bool cache, char fill = 'x') {

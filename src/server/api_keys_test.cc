@@ -5,11 +5,10 @@
 #include <cstdio>
 #include <fstream>
 
-#include "http/http_server.h"
-#include "http/test_client.h"
 #include "server/anthropic_routes.h"
 #include "server/ollama_routes.h"
 #include "server/openai_routes.h"
+#include "server/server_test_util.h"
 
 namespace herd::server {
 namespace {
@@ -54,20 +53,15 @@ TEST(ApiKeysTest, LoadFileSkipsCommentsAndBlankLines) {
 TEST(ApiKeysTest, EveryApiAnswers401InItsOwnShape) {
   ApiKeys keys;
   keys.Add("sk-x");
-  ModelRegistry models;  // no model needed: the key check comes first
-  Router router;
-  AddOpenAiRoutes(router, models, &keys);
-  AddAnthropicRoutes(router, models, &keys);
-  AddOllamaRoutes(router, models, &keys);
-  HttpServerConfig c;
-  c.port = 0;
-  HttpServer server(c, std::move(router));
-  ASSERT_TRUE(server.Start().ok());
-  auto call = [&](const std::string& method, const std::string& path, const std::string& extra) {
-    testing::TestClient client(server.port());
-    EXPECT_TRUE(client.Send(method + " " + path + " HTTP/1.1\r\nHost: x\r\n" + extra +
-                            "Content-Length: 2\r\nConnection: close\r\n\r\n{}"));
-    return client.ReadResponse().value_or(testing::TestResponse{});
+  testing::ServerHarness server(
+      [&keys](Router& router, ModelRegistry& models) {
+        AddOpenAiRoutes(router, models, &keys);
+        AddAnthropicRoutes(router, models, &keys);
+        AddOllamaRoutes(router, models, &keys);
+      },
+      /*with_model=*/false);  // the key check comes before any model lookup
+  auto call = [&](const std::string& method, const std::string& path, const std::string& headers) {
+    return server.Call(method, path, "{}", headers);
   };
   auto openai = call("GET", "/v1/models", "");
   EXPECT_EQ(openai.status, 401);
@@ -80,7 +74,6 @@ TEST(ApiKeysTest, EveryApiAnswers401InItsOwnShape) {
   EXPECT_EQ(ollama.status, 401);
   EXPECT_TRUE(json::parse(ollama.body)["error"].is_string());
   EXPECT_EQ(call("GET", "/", "").status, 200);  // health stays open
-  server.Stop(std::chrono::milliseconds(500));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "protocols/ollama/ollama_api.h"
+#include "server/exchange_util.h"
 
 namespace herd::server {
 namespace {
@@ -87,11 +88,7 @@ void Run(ModelInstance* model, std::vector<int32_t> prompt, const api::Generatio
   x->chat = chat;
   x->stream = stream;
   if (stream) x->ndjson = responder->StartNdjson();
-  Engine* engine = &model->engine();
-  const RequestId id = x->events->id();
-  responder->OnCancel([engine, id] { engine->Cancel(id); });
-  x->events->SetNotify([x] { x->Drain(); });
-  x->Drain();
+  Connect(x, model->engine(), *responder);
 }
 
 ModelInstance* FindOr404(ModelRegistry& models, const std::string& name, Responder& r) {

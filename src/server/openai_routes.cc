@@ -1,12 +1,12 @@
 #include "server/openai_routes.h"
 
-#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
 
 #include "protocols/openai/chat_request.h"
 #include "protocols/openai/chat_response.h"
+#include "server/exchange_util.h"
 
 namespace herd::server {
 namespace {
@@ -15,15 +15,6 @@ using nlohmann::json;
 
 void RespondError(Responder& r, const api::ApiError& e) {
   r.Respond(HttpResponse::Json(api::HttpStatusFor(e.kind), openai::ErrorBody(e).dump()));
-}
-
-std::string NewId(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  const auto now = std::chrono::system_clock::now().time_since_epoch().count();
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%s%012llx%04llx", prefix, static_cast<unsigned long long>(now) & 0xffffffffffffULL,
-                static_cast<unsigned long long>(counter.fetch_add(1) & 0xffff));
-  return buf;
 }
 
 int64_t UnixNow() {
@@ -138,16 +129,12 @@ void ChatCompletions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Re
   x->events = *submitted;
   x->responder = responder;
   x->model = model;
-  x->header = {NewId("chatcmpl-"), UnixNow(), model->name(), ""};
+  x->header = {NewResponseId("chatcmpl-"), UnixNow(), model->name(), ""};
   x->stream = chat.stream;
   x->include_usage = chat.include_usage;
   x->logprobs = chat.options.logprobs;
   if (x->stream) x->sse = responder->StartSse();
-  Engine* engine = &model->engine();
-  const RequestId id = x->events->id();
-  responder->OnCancel([engine, id] { engine->Cancel(id); });
-  x->events->SetNotify([x] { x->Drain(); });  // the stream keeps the exchange alive until it ends
-  x->Drain();
+  Connect(x, model->engine(), *responder);
 }
 
 json ModelJson(const ModelInstance& m) {

@@ -5,10 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "http/http_server.h"
-#include "http/test_client.h"
-#include "model/test_models.h"
 #include "protocols/openai/openapi_check.h"
+#include "server/server_test_util.h"
 
 namespace herd::server {
 namespace {
@@ -19,42 +17,14 @@ using ::testing::IsEmpty;
 class OpenAiRoutesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ModelInstanceOptions o;
-    o.path = testing::TestModelPath("tiny", "F32");
-    o.name = "tiny";
-    o.threads = 1;
-    o.n_ctx = 512;
-    auto m = ModelInstance::Load(o);
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    models_ = new ModelRegistry;
-    models_->Add(std::move(m).value());
-    Router router;
-    AddOpenAiRoutes(router, *models_);
-    HttpServerConfig c;
-    c.port = 0;
-    server_ = new HttpServer(c, std::move(router));
-    ASSERT_TRUE(server_->Start().ok());
+    server_ = new testing::ServerHarness([](Router& r, ModelRegistry& m) { AddOpenAiRoutes(r, m); });
   }
-  static void TearDownTestSuite() {
-    server_->Stop(std::chrono::milliseconds(1000));
-    delete server_;
-    delete models_;
-  }
-
+  static void TearDownTestSuite() { delete server_; }
   static testing::TestResponse Call(const std::string& method, const std::string& path, const std::string& body = "") {
-    testing::TestClient client(server_->port());
-    std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
-    req += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-    EXPECT_TRUE(client.Send(req));
-    auto r = client.ReadResponse(false, std::chrono::milliseconds(60000));
-    EXPECT_TRUE(r.has_value());
-    return r.value_or(testing::TestResponse{});
+    return server_->Call(method, path, body);
   }
-
   static const openai::testing::OpenApiSpec& Spec() { return openai::testing::OpenApiSpec::Get(); }
-
-  static inline ModelRegistry* models_ = nullptr;
-  static inline HttpServer* server_ = nullptr;
+  static inline testing::ServerHarness* server_ = nullptr;
 };
 
 const char* kChat = R"({"model": "tiny", "messages": [{"role": "system", "content": "Be brief."},

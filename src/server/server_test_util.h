@@ -1,0 +1,64 @@
+// Test helper: an HttpServer on an ephemeral port serving the tiny random test model through the
+// routes the test adds, and one-shot raw HTTP calls against it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "http/http_server.h"
+#include "http/test_client.h"
+#include "model/test_models.h"
+#include "server/model_registry.h"
+
+namespace herd::testing {
+
+class ServerHarness {
+ public:
+  using AddRoutes = std::function<void(Router&, server::ModelRegistry&)>;
+
+  // Loads the tiny F32 model as "tiny" (1 thread, 512-token context) unless `with_model` is false.
+  explicit ServerHarness(const AddRoutes& add_routes, bool with_model = true) {
+    if (with_model) {
+      server::ModelInstanceOptions o;
+      o.path = TestModelPath("tiny", "F32");
+      o.name = "tiny";
+      o.threads = 1;
+      o.n_ctx = 512;
+      auto m = server::ModelInstance::Load(o);
+      EXPECT_TRUE(m.ok()) << m.status().ToString();
+      if (m.ok()) models_.Add(std::move(m).value());
+    }
+    Router router;
+    add_routes(router, models_);
+    HttpServerConfig c;
+    c.port = 0;
+    server_ = std::make_unique<HttpServer>(c, std::move(router));
+    const Status started = server_->Start();
+    EXPECT_TRUE(started.ok()) << started.ToString();
+  }
+  ~ServerHarness() { server_->Stop(std::chrono::milliseconds(1000)); }
+
+  uint16_t port() const { return server_->port(); }
+
+  // One request on a fresh connection (Connection: close); `headers` are extra "Name: value\r\n" lines.
+  TestResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
+                    const std::string& headers = "") const {
+    TestClient client(port());
+    std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + headers;
+    req += "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    EXPECT_TRUE(client.Send(req));
+    auto r = client.ReadResponse(method == "HEAD", std::chrono::milliseconds(60000));
+    EXPECT_TRUE(r.has_value());
+    return r.value_or(TestResponse{});
+  }
+
+ private:
+  server::ModelRegistry models_;  // outlives the server (declared first, destroyed last)
+  std::unique_ptr<HttpServer> server_;
+};
+
+}  // namespace herd::testing
