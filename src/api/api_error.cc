@@ -34,6 +34,7 @@ int HttpStatusFor(ErrorKind kind) {
     case ErrorKind::kTooLarge: return 413;
     case ErrorKind::kUnprocessable: return 422;
     case ErrorKind::kOverloaded: return 429;
+    case ErrorKind::kUnavailable: return 503;
     case ErrorKind::kInternal: return 500;
   }
   return 500;

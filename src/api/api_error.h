@@ -15,7 +15,8 @@ enum class ErrorKind {
   kNotFound,        // 404: unknown model or route
   kTooLarge,        // 413
   kUnprocessable,   // 422
-  kOverloaded,      // 429 / 503 / 529 by protocol: queue full
+  kOverloaded,      // 429 (Anthropic: 529): queue full
+  kUnavailable,     // 503 (Anthropic: 529): a model cannot be loaded now (memory held by busy models)
   kInternal,        // 500
 };
 
@@ -41,6 +42,9 @@ struct Validator {
 ApiError FromStatus(const Status& status);
 
 // Default HTTP status of a kind (protocols may override kOverloaded: Anthropic uses 529).
+// Responses of kinds kOverloaded and kUnavailable carry `Retry-After: kRetryAfterSeconds`.
 int HttpStatusFor(ErrorKind kind);
+inline constexpr int kRetryAfterSeconds = 1;
+inline bool ShouldRetry(ErrorKind kind) { return kind == ErrorKind::kOverloaded || kind == ErrorKind::kUnavailable; }
 
 }  // namespace herd::api

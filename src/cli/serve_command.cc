@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/memory_info.h"
 #include "cli/commands.h"
@@ -19,8 +20,14 @@ namespace herd::cli {
 namespace {
 
 struct ServeOptions {
-  std::string model;  // empty: the demo model
-  std::string alias;
+  std::vector<std::string> models;   // -m, preloaded and kept loaded
+  std::vector<std::string> aliases;  // --alias, by position with -m
+  std::vector<std::string> models_dirs;
+  std::string ollama_models;  // empty: $OLLAMA_MODELS or ~/.ollama/models
+  bool no_ollama = false;
+  std::string keep_alive = "5m";
+  std::string max_memory = "0.9";
+  int max_loaded_models = 0;
   std::string host = "127.0.0.1";
   int port = 11434;
   int threads = 0;
@@ -35,25 +42,90 @@ struct ServeOptions {
   std::string prefix_cache_file;
 };
 
+// "5m", "1h30m", "90s", "300" (seconds), "-1" (forever). Fails the command otherwise.
+double ParseKeepAlive(const std::string& text) {
+  if (text.empty()) Fail("--keep-alive: empty duration");
+  char* end = nullptr;
+  const double plain = std::strtod(text.c_str(), &end);
+  if (end != nullptr && *end == '\0') return plain;
+  if (text[0] == '-') return -1;
+  double total = 0;
+  const char* p = text.c_str();
+  while (*p != '\0') {
+    const double v = std::strtod(p, &end);
+    if (end == p) Fail("--keep-alive: not a duration: " + text);
+    p = end;
+    const double unit = *p == 'h' ? 3600 : *p == 'm' ? (p[1] == 's' ? 0.001 : 60) : *p == 's' ? 1 : 0;
+    if (unit == 0) Fail("--keep-alive: not a duration: " + text + " (use s, m or h)");
+    p += (*p == 'm' && p[1] == 's') ? 2 : 1;
+    total += v * unit;
+  }
+  return total;
+}
+
+// Registers every model source; returns the number of models.
+size_t RegisterModels(const ServeOptions& o, const server::ModelInstanceOptions& defaults,
+                      server::ModelRegistry& models) {
+  if (o.aliases.size() > o.models.size()) Fail("--alias given more often than -m");
+  std::vector<std::string> files = o.models;
+  const bool demo = files.empty() && o.models_dirs.empty();
+  if (demo) files.push_back(DemoModelPathOrFail());
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto entry = server::FileEntry(files[i], i < o.aliases.size() ? o.aliases[i] : "", defaults);
+    if (!entry.ok()) Fail(entry.status().message());
+    entry->preload = true;
+    if (i == 0) entry->load.prefix_cache_file = o.prefix_cache_file;
+    // Fail fast on a file that is not a loadable GGUF, before serving.
+    auto estimate = server::ModelInstance::EstimateMemory(entry->load);
+    if (!estimate.ok()) Fail(files[i] + ": " + estimate.status().message());
+    models.Register(std::move(entry).value());
+  }
+  for (const auto& dir : o.models_dirs) {
+    auto entries = server::ScanModelsDir(dir, defaults);
+    if (!entries.ok()) Fail(entries.status().message());
+    for (auto& e : *entries) {
+      if (!models.Find(e.name)) models.Register(std::move(e));
+    }
+  }
+  if (!o.no_ollama) {
+    const std::string store = o.ollama_models.empty() ? server::DefaultOllamaStore() : o.ollama_models;
+    for (auto& e : server::ScanOllamaStore(store, defaults)) {
+      if (!models.Find(e.name)) models.Register(std::move(e));
+    }
+  }
+  return models.Entries().size();
+}
+
 void Serve(const ServeOptions& o) {
-  server::ModelInstanceOptions mo;
-  mo.path = o.model.empty() ? DemoModelPathOrFail() : o.model;
-  mo.name = o.alias;
-  mo.threads = o.threads;
-  mo.n_ctx = o.ctx;
-  mo.max_batch_tokens = o.batch_tokens;
-  mo.kv_type = KvTypeFromName(o.kv_type);
-  mo.prefix_cache_file = o.prefix_cache_file;
+  // Block the stop signals in every thread (loader, engine and I/O threads inherit the mask);
+  // the main thread waits for one at the end.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  server::ModelInstanceOptions defaults;
+  defaults.threads = o.threads;
+  defaults.n_ctx = o.ctx;
+  defaults.max_batch_tokens = o.batch_tokens;
+  defaults.kv_type = KvTypeFromName(o.kv_type);
   if (!o.kv_budget.empty()) {
     auto b = ParseMemoryBudget(o.kv_budget, AvailableMemoryBytes());
     if (!b.ok()) Fail("--kv-budget: " + b.status().message());
-    mo.kv_budget_bytes = *b;
+    defaults.kv_budget_bytes = *b;
   }
-  auto model = server::ModelInstance::Load(mo);
-  if (!model.ok()) Fail(mo.path + ": " + model.status().message());
-  const std::string name = (*model)->name();
-  server::ModelRegistry models;
-  models.Add(std::move(model).value());
+  server::RegistryOptions ro;
+  ro.default_keep_alive_s = ParseKeepAlive(o.keep_alive);
+  ro.max_loaded_models = o.max_loaded_models;
+  if (!o.max_memory.empty() && o.max_memory != "0") {
+    auto b = ParseMemoryBudget(o.max_memory, AvailableMemoryBytes());
+    if (!b.ok()) Fail("--max-memory: " + b.status().message());
+    ro.memory_budget_bytes = *b;
+  }
+  server::ModelRegistry models(ro);
+  const size_t n_models = RegisterModels(o, defaults, models);
+  models.Start();
+  const std::string name = models.Entries().empty() ? "" : models.Entries().front().name;
   server::ApiKeys keys;
   for (const auto& k : o.api_keys) keys.Add(k);
   if (!o.api_key_file.empty()) {
@@ -70,16 +142,10 @@ void Serve(const ServeOptions& o) {
   hc.io_threads = o.io_threads;
   hc.cors_allow_origin = o.cors;
   HttpServer http(hc, std::move(router));
-  // Block the stop signals in every thread (the I/O threads inherit the mask), wait for one here.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const Status started = http.Start();
   if (!started.ok()) Fail(started.message());
-  std::printf("herd serving model '%s' at http://%s:%u (OpenAI, Anthropic and Ollama APIs)\n", name.c_str(),
-              o.host.c_str(), http.port());
+  std::printf("herd serving %zu model%s at http://%s:%u (OpenAI, Anthropic and Ollama APIs)\n", n_models,
+              n_models == 1 ? "" : "s", o.host.c_str(), http.port());
   std::printf(
       "try: curl http://%s:%u/v1/chat/completions -H 'Content-Type: application/json' \\\n"
       "       -d '{\"model\": \"%s\", \"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}], "
@@ -97,8 +163,25 @@ void Serve(const ServeOptions& o) {
 void AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI, Anthropic and Ollama APIs)");
-  cmd->add_option("-m,--model", o->model, "GGUF model file (default: the built-in demo model)");
-  cmd->add_option("--alias", o->alias, "Model id in the API (default: the file name without .gguf)");
+  cmd->add_option("-m,--model", o->models,
+                  "GGUF model file, loaded at start and kept loaded; repeatable (default: the built-in demo model "
+                  "when no --models-dir is given)");
+  cmd->add_option("--alias", o->aliases,
+                  "Model id in the API for the -m at the same position (default: the file name without .gguf)");
+  cmd->add_option("--models-dir", o->models_dirs,
+                  "Serve every *.gguf in this directory, loaded on first use; repeatable");
+  cmd->add_option("--ollama-models", o->ollama_models,
+                  "Ollama model store to serve from (default: $OLLAMA_MODELS, else ~/.ollama/models)");
+  cmd->add_flag("--no-ollama", o->no_ollama, "Do not serve the models in the Ollama store");
+  cmd->add_option("--keep-alive", o->keep_alive,
+                  "How long an idle on-demand model stays loaded (5m, 1h, 300; -1: forever; 0: unload at once)")
+      ->capture_default_str();
+  cmd->add_option("--max-memory", o->max_memory,
+                  "Memory for loaded models (weights + KV): bytes (16GiB) or a fraction of available memory (0.9); "
+                  "0: no limit. A model that does not fit unloads least-recently-used idle models")
+      ->capture_default_str();
+  cmd->add_option("--max-loaded-models", o->max_loaded_models, "Most models loaded at once (0: no limit)")
+      ->capture_default_str();
   cmd->add_option("--host", o->host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", o->port, "Port (Ollama's by default)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("-t,--threads", o->threads, "Compute threads (0: all cores)");

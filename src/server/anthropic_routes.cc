@@ -13,32 +13,34 @@ namespace {
 using nlohmann::json;
 
 void RespondError(Responder& r, const api::ApiError& e) {
-  r.Respond(HttpResponse::Json(anthropic::HttpStatus(e), anthropic::ErrorBody(e).dump()));
+  r.Respond(ErrorResponse(anthropic::HttpStatus(e), anthropic::ErrorBody(e).dump(), e.kind));
 }
 
-// Parses the body, finds the model and renders the prompt; on failure answers and returns null.
-ModelInstance* Prepare(ModelRegistry& models, const HttpRequest& req, bool count_tokens, Responder& responder,
-                       api::ChatRequest* chat, std::vector<int32_t>* prompt) {
+using Prepared =
+    std::function<void(ModelLease model, const api::ChatRequest& chat, const std::vector<int32_t>& prompt)>;
+
+// Parses the body, acquires the model (loading it if needed) and renders the prompt, then calls
+// `then` (possibly on the registry's loader thread); on failure answers with the error.
+void Prepare(ModelRegistry& models, const HttpRequest& req, bool count_tokens,
+             const std::shared_ptr<Responder>& responder, Prepared then) {
   const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded()) return RespondError(*responder, api::InvalidRequest("the request body is not valid JSON"));
+  api::ChatRequest chat;
   api::ApiError error;
-  if (body.is_discarded()) {
-    RespondError(responder, api::InvalidRequest("the request body is not valid JSON"));
-    return nullptr;
-  }
-  if (!anthropic::ParseMessagesRequest(body, count_tokens, chat, &error)) {
-    RespondError(responder, error);
-    return nullptr;
-  }
-  ModelInstance* model = models.Find(chat->model);
-  if (model == nullptr) {
-    RespondError(responder, {api::ErrorKind::kNotFound, "model: " + chat->model, "model", ""});
-    return nullptr;
-  }
-  if (!model->ChatPrompt(*chat, prompt, &error)) {
-    RespondError(responder, error);
-    return nullptr;
-  }
-  return model;
+  if (!anthropic::ParseMessagesRequest(body, count_tokens, &chat, &error)) return RespondError(*responder, error);
+  const std::string name = chat.model;
+  models.Acquire(name, std::nullopt,
+                 [chat = std::move(chat), responder, then = std::move(then)](ModelLease model, const api::ApiError& e) {
+                   if (!model) {
+                     return RespondError(*responder, e.kind == api::ErrorKind::kNotFound
+                                                         ? api::ApiError{e.kind, "model: " + chat.model, "model", ""}
+                                                         : e);
+                   }
+                   std::vector<int32_t> prompt;
+                   api::ApiError error;
+                   if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
+                   then(std::move(model), chat, prompt);
+                 });
 }
 
 struct MessageExchange {
@@ -46,6 +48,7 @@ struct MessageExchange {
   std::shared_ptr<RequestStream> events;
   std::shared_ptr<Responder> responder;
   std::shared_ptr<ResponseStream> sse;
+  ModelLease lease;  // keeps the model loaded until the response ends
   std::string id, model;
   bool stream = false, started = false, done = false;
   int32_t prompt_tokens = 0, pinned_tokens = 0;
@@ -103,11 +106,8 @@ struct MessageExchange {
   }
 };
 
-void Messages(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
-  api::ChatRequest chat;
-  std::vector<int32_t> prompt;
-  ModelInstance* model = Prepare(models, req, false, *responder, &chat, &prompt);
-  if (model == nullptr) return;
+void StartMessage(ModelLease model, const api::ChatRequest& chat, const std::vector<int32_t>& prompt,
+                  const std::shared_ptr<Responder>& responder) {
   GenerationRequest gen = model->ToGenerationRequest(prompt, chat.options, 0);
   int32_t pinned = 0;
   for (const api::CacheBreakpoint& bp : chat.cache_breakpoints) {
@@ -126,6 +126,7 @@ void Messages(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
   x->responder = responder;
   x->id = NewResponseId("msg_");
   x->model = model->name();
+  x->lease = model;
   x->stream = chat.stream;
   x->prompt_tokens = static_cast<int32_t>(prompt.size());
   x->pinned_tokens = pinned;
@@ -138,15 +139,17 @@ void Messages(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
 void AddAnthropicRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys) {
   const auto reject = [](const api::ApiError& e) { return HttpResponse::Json(401, anthropic::ErrorBody(e).dump()); };
   router.Post("/v1/messages", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
-                Messages(models, req, std::move(r));
+                Prepare(models, req, false, r,
+                        [r](ModelLease model, const api::ChatRequest& chat, const std::vector<int32_t>& prompt) {
+                          StartMessage(std::move(model), chat, prompt, r);
+                        });
               }));
-  router.Post("/v1/messages/count_tokens",
-              RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
-                api::ChatRequest chat;
-                std::vector<int32_t> prompt;
-                if (Prepare(models, req, true, *r, &chat, &prompt) == nullptr) return;
-                r->Respond(HttpResponse::Json(200, json{{"input_tokens", prompt.size()}}.dump()));
-              }));
+  router.Post(
+      "/v1/messages/count_tokens", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
+        Prepare(models, req, true, r, [r](ModelLease, const api::ChatRequest&, const std::vector<int32_t>& prompt) {
+          r->Respond(HttpResponse::Json(200, json{{"input_tokens", prompt.size()}}.dump()));
+        });
+      }));
 }
 
 }  // namespace herd::server

@@ -108,7 +108,7 @@ TEST(PrefixCacheFileTest, PinnedPrefixesAreWarmAfterARestart) {
     EXPECT_TRUE(m.ok());
     *loaded = (*m)->prefix_blocks_loaded();
     ModelRegistry models;
-    models.Add(std::move(m).value());
+    models.AddLoaded(std::move(m).value());
     Router router;
     AddAnthropicRoutes(router, models);
     HttpServerConfig c;

@@ -5,10 +5,15 @@
 #include <string>
 #include <string_view>
 
+#include "api/api_error.h"
 #include "engine/engine.h"
 #include "http/responder.h"
 
 namespace herd::server {
+
+// An error response: `body` in the API's shape with `status`; kinds that a client should retry
+// (overloaded, unavailable) carry Retry-After.
+HttpResponse ErrorResponse(int status, std::string body, api::ErrorKind kind);
 
 // "<prefix><48-bit time><16-bit counter>" in hex, unique within the process (chatcmpl-..., msg_...).
 std::string NewResponseId(std::string_view prefix);

@@ -8,6 +8,27 @@
 #include "io/file_identity.h"
 
 namespace herd::server {
+namespace {
+
+// The KV pool for `c` under the options, and the context length actually served.
+KvCacheConfig PoolFor(const ModelConfig& c, const ModelInstanceOptions& o, int32_t* n_ctx) {
+  *n_ctx = std::min(o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train, c.n_ctx_train);
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, o.kv_type};
+  kc.n_blocks = o.kv_budget_bytes > 0 ? KvCacheConfig::BlocksForBudget(kc, o.kv_budget_bytes)
+                                      : 4 * ((*n_ctx + kc.block_size - 1) / kc.block_size);
+  return kc;
+}
+
+}  // namespace
+
+Result<size_t> ModelInstance::EstimateMemory(const ModelInstanceOptions& o) {
+  HERD_ASSIGN_OR_RETURN(auto file, GgufFile::Open(o.path));
+  HERD_ASSIGN_OR_RETURN(std::string arch, file->GetString("general.architecture"));
+  HERD_ASSIGN_OR_RETURN(ModelConfig c, ReadLlamaLikeConfig(*file, arch));
+  int32_t n_ctx = 0;
+  const KvCacheConfig kc = PoolFor(c, o, &n_ctx);
+  return static_cast<size_t>(file->file_size()) + kc.BytesPerBlock() * static_cast<size_t>(std::max(kc.n_blocks, 0));
+}
 
 Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOptions& o) {
   std::unique_ptr<ModelInstance> m(new ModelInstance);
@@ -26,10 +47,8 @@ Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOp
     m->template_ = std::make_unique<chat::ChatTemplate>(std::move(parsed).value());
   }
   const ModelConfig& c = m->model_->config();
-  const int32_t n_ctx = std::min(o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train, c.n_ctx_train);
-  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, o.kv_type};
-  kc.n_blocks = o.kv_budget_bytes > 0 ? KvCacheConfig::BlocksForBudget(kc, o.kv_budget_bytes)
-                                      : 4 * ((n_ctx + kc.block_size - 1) / kc.block_size);
+  int32_t n_ctx = 0;
+  const KvCacheConfig kc = PoolFor(c, o, &n_ctx);
   if (kc.n_blocks <= 0) return InvalidArgument("the KV budget holds no block");
   HERD_ASSIGN_OR_RETURN(m->cache_, KvCache::Create(m->backend_.get(), kc));
   EngineOptions eo;

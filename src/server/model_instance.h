@@ -40,6 +40,9 @@ class ModelInstance {
  public:
   // Loads the model and starts its engine. Errors name the file and the reason.
   static Result<std::unique_ptr<ModelInstance>> Load(const ModelInstanceOptions& options);
+  // Bytes the model will hold once loaded: the file (weights are used in place from the mapping)
+  // plus the KV pool. Reads only the GGUF header. Errors: the file cannot be read or parsed.
+  static Result<size_t> EstimateMemory(const ModelInstanceOptions& options);
   ~ModelInstance();  // stops the engine, then saves the prefix cache file if configured
 
   const std::string& name() const { return name_; }
@@ -50,6 +53,13 @@ class ModelInstance {
   uint64_t file_size() const { return file_->file_size(); }
   const std::string& path() const { return path_; }
   int32_t prefix_blocks_loaded() const { return prefix_blocks_loaded_; }
+  size_t memory_bytes() const { return file_->file_size() + cache_->bytes(); }
+  const ModelConfig& config() const { return model_->config(); }
+  const GgufFile& file() const { return *file_; }
+  bool has_chat_template() const { return template_ != nullptr; }
+  // Seconds the last load took (set by the registry; Ollama's load_duration).
+  double load_seconds() const { return load_seconds_; }
+  void set_load_seconds(double s) { load_seconds_ = s; }
 
   // The chat rendered with the model's template (generation prompt on) and tokenized with
   // special tokens parsed; BOS added when the vocabulary wants it and the text lacks it.
@@ -72,6 +82,7 @@ class ModelInstance {
   std::string path_;
   std::string prefix_cache_file_;
   int32_t prefix_blocks_loaded_ = 0;
+  double load_seconds_ = 0;
   int64_t created_ = 0;
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Backend> backend_;

@@ -1,28 +1,119 @@
-// The models this process serves, by API id (loaded at start for now; on-demand loading,
-// keep_alive and LRU eviction come later).
+// The models this process serves, by API id: loads them on first use, keeps them while requests
+// use them and for keep_alive after, unloads idle ones, and evicts least-recently-used idle models
+// when a model to load does not fit the memory budget.
+//
+// Contract:
+// - Acquire(name, ...) calls `done` exactly once, with a lease on the loaded model or an error:
+//   at once when the model is loaded; after loading otherwise (on the registry's loader thread;
+//   concurrent requests for a loading model wait for the one load). Errors: unknown model (404),
+//   the model cannot fit even after evicting every idle model (503, models busy), load failure
+//   (500 naming the file).
+// - A lease (ModelLease, a shared_ptr) keeps the model loaded. When the last copy of a lease
+//   goes, the model's idle deadline becomes now + keep_alive of that request (default: the
+//   registry's; < 0: never; 0: unload at once). Models registered with `preload` load at Start
+//   and default to never unloading.
+// - Memory: a model's estimate is its file size (weights are used in place from the mapping)
+//   plus its KV pool; the sum over loading and loaded models never exceeds the budget.
+// - Costs: Acquire on a loaded model is a map lookup under one mutex; loads and unloads run on
+//   one background thread, never on the caller's.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "api/api_error.h"
+#include "server/model_catalog.h"
 #include "server/model_instance.h"
 
 namespace herd::server {
 
+using ModelLease = std::shared_ptr<ModelInstance>;
+
+struct RegistryOptions {
+  size_t memory_budget_bytes = 0;     // 0: no limit
+  int32_t max_loaded_models = 0;      // 0: no limit
+  double default_keep_alive_s = 300;  // Ollama's 5m
+};
+
+enum class ModelState { kUnloaded, kLoading, kLoaded };
+
+// One model as /api/ps and /v1/status show it.
+struct ModelStatus {
+  ModelEntry entry;
+  ModelState state = ModelState::kUnloaded;
+  int32_t active_leases = 0;
+  size_t memory_bytes = 0;  // estimate while loading; measured once loaded
+  // Unix seconds at which an idle model unloads; 0 while in use, -1 when kept loaded forever.
+  int64_t expires_at = 0;
+  int64_t loaded_at = 0;
+};
+
 class ModelRegistry {
  public:
-  void Add(std::unique_ptr<ModelInstance> model) { models_.push_back(std::move(model)); }
-  ModelInstance* Find(const std::string& name) const {
-    for (const auto& m : models_) {
-      if (m->name() == name) return m.get();
-    }
-    return nullptr;
-  }
-  const std::vector<std::unique_ptr<ModelInstance>>& all() const { return models_; }
+  using Done = std::function<void(ModelLease lease, const api::ApiError& error)>;
+
+  explicit ModelRegistry(RegistryOptions options = {});
+  ~ModelRegistry();  // stops the loader thread and unloads every model; leases must be gone
+
+  // Adds or replaces the entry named entry.name. Returns false (and changes nothing) if a model
+  // of that name is loading or loaded.
+  bool Register(ModelEntry entry);
+  // Removes the entry (unloading it if loaded and idle); false if unknown, loading or in use.
+  bool Unregister(const std::string& name);
+
+  // Adds an already loaded model (tests, embedders); it stays loaded until the registry goes.
+  void AddLoaded(std::unique_ptr<ModelInstance> model);
+
+  // Starts the loader thread and loads the preload entries in the background.
+  void Start();
+
+  // keep_alive_s: this request's keep_alive; nullopt: the model's default.
+  void Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done);
+
+  // The entry for `name` (exact, or with Ollama's ":latest" added), if registered.
+  std::optional<ModelEntry> Find(const std::string& name) const;
+  std::vector<ModelEntry> Entries() const;  // sorted by name
+  std::vector<ModelStatus> Status() const;  // sorted by name
+  // True while any preload entry is still loading (GET /health answers 503 then).
+  bool Loading() const;
+
+  // Unloads `name` once idle (Ollama's keep_alive 0 load request); false if unknown.
+  bool UnloadWhenIdle(const std::string& name);
 
  private:
-  std::vector<std::unique_ptr<ModelInstance>> models_;
+  using Clock = std::chrono::steady_clock;
+  struct Slot;
+  struct Waiter {
+    Done done;
+    std::optional<double> keep_alive_s;
+  };
+
+  Slot* FindSlot(const std::string& name) const;                         // mu_ held
+  ModelLease MakeLease(Slot* slot, std::optional<double> keep_alive_s);  // mu_ held
+  void Release(Slot* slot, double keep_alive_s);
+  // Reserves memory for `slot` by evicting idle models (moved to unload_); mu_ held.
+  bool Reserve(Slot* slot, api::ApiError* error);
+  void Run();  // loader thread
+  void LoadSlot(Slot* slot);
+
+  RegistryOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::unique_ptr<Slot>> slots_;
+  std::vector<Slot*> load_queue_;
+  std::vector<std::unique_ptr<ModelInstance>> unload_;
+  size_t reserved_bytes_ = 0;
+  int32_t n_resident_ = 0;  // loading or loaded
+  bool stop_ = false;
+  std::thread loader_;
 };
 
 }  // namespace herd::server

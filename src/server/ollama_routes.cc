@@ -14,7 +14,7 @@ using nlohmann::json;
 constexpr const char* kVersion = "0.1.0";
 
 void RespondError(Responder& r, const api::ApiError& e) {
-  r.Respond(HttpResponse::Json(api::HttpStatusFor(e.kind), ollama::ErrorBody(e).dump()));
+  r.Respond(ErrorResponse(api::HttpStatusFor(e.kind), ollama::ErrorBody(e).dump(), e.kind));
 }
 
 std::string Now() {
@@ -33,7 +33,9 @@ struct OllamaExchange {
   std::shared_ptr<RequestStream> events;
   std::shared_ptr<Responder> responder;
   std::shared_ptr<ResponseStream> ndjson;
+  ModelLease lease;  // keeps the model loaded until the response ends
   std::string model;
+  int64_t load_ns = 0;  // time this request waited for the model to load
   bool chat = true, stream = true, done = false;
   std::string text;
 
@@ -55,7 +57,8 @@ struct OllamaExchange {
       const std::string last = stream ? ev.text : text;
       ollama::Timings t;
       const RequestTimings& rt = ev.timings;
-      t.total = Nanos(rt.submitted, rt.finished);
+      t.load = load_ns;
+      t.total = load_ns + Nanos(rt.submitted, rt.finished);
       t.prompt_eval = Nanos(rt.first_scheduled, rt.first_token);
       t.eval = Nanos(rt.first_token, rt.finished);
       t.prompt_eval_count = ev.usage.prompt_tokens - ev.usage.cached_tokens;
@@ -77,24 +80,44 @@ struct OllamaExchange {
   }
 };
 
-void Run(ModelInstance* model, std::vector<int32_t> prompt, const api::GenerationOptions& options, bool chat,
-         bool stream, const std::shared_ptr<Responder>& responder) {
+void Run(ModelLease model, int64_t load_ns, std::vector<int32_t> prompt, const api::GenerationOptions& options,
+         bool chat, bool stream, const std::shared_ptr<Responder>& responder) {
   auto submitted = model->engine().Submit(model->ToGenerationRequest(std::move(prompt), options, -1));
   if (!submitted.ok()) return RespondError(*responder, api::FromStatus(submitted.status()));
   auto x = std::make_shared<OllamaExchange>();
   x->events = *submitted;
   x->responder = responder;
   x->model = model->name();
+  x->lease = model;
+  x->load_ns = load_ns;
   x->chat = chat;
   x->stream = stream;
   if (stream) x->ndjson = responder->StartNdjson();
   Connect(x, model->engine(), *responder);
 }
 
-ModelInstance* FindOr404(ModelRegistry& models, const std::string& name, Responder& r) {
-  ModelInstance* m = models.Find(name);
-  if (m == nullptr) RespondError(r, {api::ErrorKind::kNotFound, "model '" + name + "' not found", "model", ""});
-  return m;
+using Acquired = std::function<void(ModelLease model, int64_t load_ns)>;
+
+// Acquires `name` (loading it if needed) and calls `then` with the lease and the nanoseconds the
+// request waited for it; answers 404 (Ollama's wording) or the registry's error otherwise. An
+// empty request with keep_alive 0 (Ollama's unload request) unloads instead of loading.
+void WithModel(ModelRegistry& models, const std::string& name, std::optional<double> keep_alive, bool empty,
+               const std::shared_ptr<Responder>& responder, Acquired then) {
+  if (empty && keep_alive && *keep_alive == 0 && models.Find(name)) {
+    models.UnloadWhenIdle(name);
+    return then(nullptr, 0);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  models.Acquire(
+      name, keep_alive, [name, responder, started, then = std::move(then)](ModelLease model, const api::ApiError& e) {
+        if (!model) {
+          return RespondError(*responder, e.kind == api::ErrorKind::kNotFound
+                                              ? api::ApiError{e.kind, "model '" + name + "' not found", "model", ""}
+                                              : e);
+        }
+        const auto waited = std::chrono::steady_clock::now() - started;
+        then(std::move(model), std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count());
+      });
 }
 
 void Chat(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
@@ -103,20 +126,24 @@ void Chat(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> re
   api::ChatRequest chat;
   api::ApiError error;
   if (!ollama::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
-  ModelInstance* model = FindOr404(models, chat.model, *responder);
-  if (model == nullptr) return;
   if (chat.options.json_object) {
     return RespondError(*responder, api::InvalidRequest("format \"json\" needs constrained decoding, which herd "
                                                         "does not have yet",
                                                         "format"));
   }
-  if (chat.messages.empty()) {  // a load request: the model is loaded
-    json j = ollama::ChatDone(model->name(), Now(), "", "load", {});
-    return responder->Respond(HttpResponse::Json(200, j.dump()));
-  }
-  std::vector<int32_t> prompt;
-  if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
-  Run(model, std::move(prompt), chat.options, true, chat.stream, responder);
+  const std::string name = chat.model;
+  const bool empty = chat.messages.empty();
+  WithModel(models, name, chat.keep_alive_seconds, empty, responder,
+            [chat = std::move(chat), responder](ModelLease model, int64_t load_ns) {
+              if (chat.messages.empty()) {  // a load (or unload) request
+                json j = ollama::ChatDone(chat.model, Now(), "", model ? "load" : "unload", {});
+                return responder->Respond(HttpResponse::Json(200, j.dump()));
+              }
+              std::vector<int32_t> prompt;
+              api::ApiError error;
+              if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
+              Run(std::move(model), load_ns, std::move(prompt), chat.options, true, chat.stream, responder);
+            });
 }
 
 void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
@@ -125,8 +152,6 @@ void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
   api::CompletionRequest gen;
   api::ApiError error;
   if (!ollama::ParseGenerateRequest(body, &gen, &error)) return RespondError(*responder, error);
-  ModelInstance* model = FindOr404(models, gen.model, *responder);
-  if (model == nullptr) return;
   if (!gen.template_override.empty()) {
     return RespondError(*responder, api::InvalidRequest("template overrides (Go templates) are not supported yet; "
                                                         "use raw with a rendered prompt",
@@ -137,20 +162,26 @@ void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
                                                         "does not have yet",
                                                         "format"));
   }
-  if (gen.prompt.empty()) {  // a load request
-    json j = ollama::GenerateDone(model->name(), Now(), "", "load", {});
-    return responder->Respond(HttpResponse::Json(200, j.dump()));
-  }
-  std::vector<int32_t> prompt;
-  if (gen.raw) {
-    prompt = model->tokenizer().Encode(gen.prompt, /*add_special=*/true, /*parse_special=*/true);
-  } else {
-    api::ChatRequest chat;
-    if (!gen.system.empty()) chat.messages.push_back({"system", gen.system, "", ""});
-    chat.messages.push_back({"user", gen.prompt, "", ""});
-    if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
-  }
-  Run(model, std::move(prompt), gen.options, false, gen.stream, responder);
+  const std::string name = gen.model;
+  const bool empty = gen.prompt.empty();
+  WithModel(models, name, gen.keep_alive_seconds, empty, responder,
+            [gen = std::move(gen), responder](ModelLease model, int64_t load_ns) {
+              if (gen.prompt.empty()) {  // a load (or unload) request
+                json j = ollama::GenerateDone(gen.model, Now(), "", model ? "load" : "unload", {});
+                return responder->Respond(HttpResponse::Json(200, j.dump()));
+              }
+              std::vector<int32_t> prompt;
+              if (gen.raw) {
+                prompt = model->tokenizer().Encode(gen.prompt, /*add_special=*/true, /*parse_special=*/true);
+              } else {
+                api::ChatRequest chat;
+                if (!gen.system.empty()) chat.messages.push_back({"system", gen.system, "", ""});
+                chat.messages.push_back({"user", gen.prompt, "", ""});
+                api::ApiError error;
+                if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
+              }
+              Run(std::move(model), load_ns, std::move(prompt), gen.options, false, gen.stream, responder);
+            });
 }
 
 }  // namespace
@@ -168,12 +199,12 @@ void AddOllamaRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys)
   });
   router.Get("/api/tags", RequireKey(keys, reject, [&models](HttpRequest&, std::shared_ptr<Responder> r) {
                json list = json::array();
-               for (const auto& m : models.all()) {
-                 list.push_back({{"name", m->name()},
-                                 {"model", m->name()},
-                                 {"modified_at", ollama::CreatedAt(m->created() * 1000000000LL)},
-                                 {"size", m->file_size()},
-                                 {"digest", ""},
+               for (const auto& m : models.Entries()) {
+                 list.push_back({{"name", m.name},
+                                 {"model", m.name},
+                                 {"modified_at", ollama::CreatedAt(m.modified * 1000000000LL)},
+                                 {"size", m.size_bytes},
+                                 {"digest", m.digest.rfind("sha256:", 0) == 0 ? m.digest.substr(7) : m.digest},
                                  {"details", {{"format", "gguf"}, {"family", "llama"}}}});
                }
                r->Respond(HttpResponse::Json(200, json{{"models", list}}.dump()));

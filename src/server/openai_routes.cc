@@ -14,7 +14,16 @@ namespace {
 using nlohmann::json;
 
 void RespondError(Responder& r, const api::ApiError& e) {
-  r.Respond(HttpResponse::Json(api::HttpStatusFor(e.kind), openai::ErrorBody(e).dump()));
+  r.Respond(ErrorResponse(api::HttpStatusFor(e.kind), openai::ErrorBody(e).dump(), e.kind));
+}
+
+api::ApiError ModelNotFound(const std::string& model) {
+  return {api::ErrorKind::kNotFound, "The model '" + model + "' does not exist", "model", "model_not_found"};
+}
+
+// Registry errors in OpenAI's words.
+api::ApiError AcquireError(const api::ApiError& e, const std::string& model) {
+  return e.kind == api::ErrorKind::kNotFound ? ModelNotFound(model) : e;
 }
 
 int64_t UnixNow() {
@@ -30,7 +39,7 @@ struct ChatExchange {
   std::shared_ptr<RequestStream> events;
   std::shared_ptr<Responder> responder;
   std::shared_ptr<ResponseStream> sse;  // streaming only
-  const ModelInstance* model = nullptr;
+  ModelLease model;
   openai::ResponseHeader header;
   bool stream = false, include_usage = false, logprobs = false, done = false;
   std::map<int32_t, openai::ChoiceOut> choices;
@@ -104,18 +113,24 @@ struct ChatExchange {
   }
 };
 
+void StartChat(ModelLease model, const api::ChatRequest& chat, const std::shared_ptr<Responder>& responder);
+
 void ChatCompletions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
   const json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded()) return RespondError(*responder, api::InvalidRequest("the request body is not valid JSON"));
   api::ChatRequest chat;
   api::ApiError error;
   if (!openai::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
-  ModelInstance* model = models.Find(chat.model);
-  if (model == nullptr) {
-    api::ApiError e{api::ErrorKind::kNotFound, "The model '" + chat.model + "' does not exist", "model",
-                    "model_not_found"};
-    return RespondError(*responder, e);
-  }
+  const std::string name = chat.model;
+  models.Acquire(name, std::nullopt,
+                 [chat = std::move(chat), responder](ModelLease model, const api::ApiError& e) mutable {
+                   if (!model) return RespondError(*responder, AcquireError(e, chat.model));
+                   StartChat(std::move(model), chat, responder);
+                 });
+}
+
+void StartChat(ModelLease model, const api::ChatRequest& chat, const std::shared_ptr<Responder>& responder) {
+  api::ApiError error;
   if (chat.options.json_object) {
     return RespondError(*responder, api::InvalidRequest("response_format json_object needs constrained decoding, "
                                                         "which herd does not have yet",
@@ -137,8 +152,8 @@ void ChatCompletions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Re
   Connect(x, model->engine(), *responder);
 }
 
-json ModelJson(const ModelInstance& m) {
-  return json{{"id", m.name()}, {"object", "model"}, {"created", m.created()}, {"owned_by", "herd"}};
+json ModelJson(const ModelEntry& m) {
+  return json{{"id", m.name}, {"object", "model"}, {"created", m.modified}, {"owned_by", "herd"}};
 }
 
 }  // namespace
@@ -151,16 +166,13 @@ void AddOpenAiRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys)
               }));
   router.Get("/v1/models", RequireKey(keys, reject, [&models](HttpRequest&, std::shared_ptr<Responder> r) {
                json data = json::array();
-               for (const auto& m : models.all()) data.push_back(ModelJson(*m));
+               for (const auto& m : models.Entries()) data.push_back(ModelJson(m));
                r->Respond(HttpResponse::Json(200, json{{"object", "list"}, {"data", data}}.dump()));
              }));
   router.Get("/v1/models/{id}", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
                const std::string id = req.PathParam("id");
-               const ModelInstance* m = models.Find(id);
-               if (m == nullptr) {
-                 return RespondError(*r, {api::ErrorKind::kNotFound, "The model '" + id + "' does not exist", "model",
-                                          "model_not_found"});
-               }
+               const auto m = models.Find(id);
+               if (!m) return RespondError(*r, ModelNotFound(id));
                r->Respond(HttpResponse::Json(200, ModelJson(*m).dump()));
              }));
 }

@@ -30,7 +30,7 @@ class ServerHarness {
       o.n_ctx = 512;
       auto m = server::ModelInstance::Load(o);
       EXPECT_TRUE(m.ok()) << m.status().ToString();
-      if (m.ok()) models_.Add(std::move(m).value());
+      if (m.ok()) models_.AddLoaded(std::move(m).value());
     }
     Router router;
     add_routes(router, models_);

@@ -140,14 +140,15 @@ json ErrorBody(const api::ApiError& e) {
     case api::ErrorKind::kAuthentication: type = "authentication_error"; break;
     case api::ErrorKind::kNotFound: type = "not_found_error"; break;
     case api::ErrorKind::kTooLarge: type = "request_too_large"; break;
-    case api::ErrorKind::kOverloaded: type = "overloaded_error"; break;
+    case api::ErrorKind::kOverloaded:
+    case api::ErrorKind::kUnavailable: type = "overloaded_error"; break;
     case api::ErrorKind::kInternal: type = "api_error"; break;
   }
   return json{{"type", "error"}, {"error", {{"type", type}, {"message", e.message}}}};
 }
 
 int HttpStatus(const api::ApiError& e) {
-  return e.kind == api::ErrorKind::kOverloaded ? 529 : api::HttpStatusFor(e.kind);
+  return api::ShouldRetry(e.kind) ? 529 : api::HttpStatusFor(e.kind);
 }
 
 std::string StopReason(const std::string& finish_reason, const std::string& stop_sequence) {

@@ -246,6 +246,7 @@ json ErrorBody(const api::ApiError& e) {
     case api::ErrorKind::kNotFound: type = "invalid_request_error"; break;
     case api::ErrorKind::kAuthentication: type = "authentication_error"; break;
     case api::ErrorKind::kOverloaded:
+    case api::ErrorKind::kUnavailable:
     case api::ErrorKind::kInternal: type = "server_error"; break;
   }
   json err = {{"message", e.message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};

@@ -1,0 +1,366 @@
+#include "server/model_registry.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+#include "base/log.h"
+
+namespace herd::server {
+
+struct ModelRegistry::Slot {
+  ModelEntry entry;
+  ModelState state = ModelState::kUnloaded;
+  std::unique_ptr<ModelInstance> instance;
+  size_t bytes = 0;           // reserved while loading or loaded: the estimate
+  double keep_alive_s = 300;  // this model's default
+  bool fixed = false;         // AddLoaded: never unloaded
+  bool unload_when_idle = false;
+  int32_t active = 0;
+  Clock::time_point last_used{};
+  std::optional<Clock::time_point> expires;  // idle deadline while loaded and idle; nullopt: never
+  int64_t loaded_at = 0;
+  std::vector<Waiter> waiters;
+};
+
+namespace {
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+ModelRegistry::ModelRegistry(RegistryOptions options) : options_(options) {}
+
+ModelRegistry::~ModelRegistry() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (loader_.joinable()) loader_.join();
+  for (auto& [name, s] : slots_) HERD_CHECK_MSG(s->active == 0, "a model lease outlived the registry");
+}
+
+bool ModelRegistry::Register(ModelEntry entry) {
+  auto slot = std::make_unique<Slot>();
+  auto estimate = ModelInstance::EstimateMemory(entry.load);
+  slot->bytes = estimate.ok() ? *estimate : entry.size_bytes;
+  slot->keep_alive_s = entry.preload ? -1.0 : options_.default_keep_alive_s;
+  slot->entry = std::move(entry);
+  std::lock_guard lock(mu_);
+  auto& place = slots_[slot->entry.name];
+  if (place && place->state != ModelState::kUnloaded) return false;
+  place = std::move(slot);
+  return true;
+}
+
+bool ModelRegistry::Unregister(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = slots_.find(name);
+  if (it == slots_.end() || it->second->fixed || it->second->state == ModelState::kLoading || it->second->active > 0) {
+    return false;
+  }
+  Slot* s = it->second.get();
+  if (s->state == ModelState::kLoaded) {
+    unload_.push_back(std::move(s->instance));
+    reserved_bytes_ -= s->bytes;
+    --n_resident_;
+  }
+  slots_.erase(it);
+  cv_.notify_all();
+  return true;
+}
+
+void ModelRegistry::AddLoaded(std::unique_ptr<ModelInstance> model) {
+  auto slot = std::make_unique<Slot>();
+  slot->entry.name = model->name();
+  slot->entry.load.path = model->path();
+  slot->entry.load.name = model->name();
+  slot->entry.size_bytes = model->file_size();
+  slot->entry.modified = model->created();
+  slot->bytes = model->memory_bytes();
+  slot->fixed = true;
+  slot->state = ModelState::kLoaded;
+  slot->loaded_at = model->created();
+  slot->instance = std::move(model);
+  std::lock_guard lock(mu_);
+  reserved_bytes_ += slot->bytes;
+  ++n_resident_;
+  slots_[slot->entry.name] = std::move(slot);
+}
+
+void ModelRegistry::Start() {
+  std::lock_guard lock(mu_);
+  if (loader_.joinable()) return;
+  for (auto& [name, s] : slots_) {
+    if (!s->entry.preload || s->state != ModelState::kUnloaded) continue;
+    api::ApiError error;
+    if (!Reserve(s.get(), &error)) {
+      HERD_LOG(kWarn, "%s: not preloaded: %s", name.c_str(), error.message.c_str());
+      continue;
+    }
+    s->state = ModelState::kLoading;
+    load_queue_.push_back(s.get());
+  }
+  loader_ = std::thread([this] { Run(); });
+}
+
+ModelRegistry::Slot* ModelRegistry::FindSlot(const std::string& name) const {
+  auto it = slots_.find(name);
+  if (it == slots_.end()) it = slots_.find(OllamaFullName(name));
+  return it == slots_.end() ? nullptr : it->second.get();
+}
+
+std::optional<ModelEntry> ModelRegistry::Find(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  const Slot* s = FindSlot(name);
+  if (s == nullptr) return std::nullopt;
+  return s->entry;
+}
+
+std::vector<ModelEntry> ModelRegistry::Entries() const {
+  std::lock_guard lock(mu_);
+  std::vector<ModelEntry> out;
+  for (const auto& [name, s] : slots_) out.push_back(s->entry);
+  return out;
+}
+
+std::vector<ModelStatus> ModelRegistry::Status() const {
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  const int64_t unix_now = UnixNow();
+  std::vector<ModelStatus> out;
+  for (const auto& [name, s] : slots_) {
+    ModelStatus st;
+    st.entry = s->entry;
+    st.state = s->state;
+    st.active_leases = s->active;
+    st.memory_bytes = s->instance ? s->instance->memory_bytes() : s->bytes;
+    st.loaded_at = s->loaded_at;
+    if (s->state == ModelState::kLoaded && s->active == 0) {
+      st.expires_at = (s->fixed || !s->expires)
+                          ? -1
+                          : unix_now + std::chrono::duration_cast<std::chrono::seconds>(*s->expires - now).count();
+    }
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+bool ModelRegistry::Loading() const {
+  std::lock_guard lock(mu_);
+  for (const auto& [name, s] : slots_) {
+    if (s->entry.preload && s->state == ModelState::kLoading) return true;
+  }
+  return false;
+}
+
+bool ModelRegistry::UnloadWhenIdle(const std::string& name) {
+  std::lock_guard lock(mu_);
+  Slot* s = FindSlot(name);
+  if (s == nullptr) return false;
+  if (s->state == ModelState::kLoaded && !s->fixed) {
+    if (s->active == 0) {
+      s->expires = Clock::now();
+    } else {
+      s->unload_when_idle = true;
+    }
+    cv_.notify_all();
+  }
+  return true;
+}
+
+void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done) {
+  std::unique_lock lock(mu_);
+  Slot* s = FindSlot(name);
+  if (s == nullptr) {
+    lock.unlock();
+    return done(nullptr, {api::ErrorKind::kNotFound, "model '" + name + "' not found", "model", "model_not_found"});
+  }
+  switch (s->state) {
+    case ModelState::kLoaded: {
+      ModelLease lease = MakeLease(s, keep_alive_s);
+      lock.unlock();
+      return done(std::move(lease), {});
+    }
+    case ModelState::kLoading: s->waiters.push_back({std::move(done), keep_alive_s}); return;
+    case ModelState::kUnloaded: {
+      api::ApiError error;
+      if (!Reserve(s, &error)) {
+        lock.unlock();
+        return done(nullptr, error);
+      }
+      s->state = ModelState::kLoading;
+      s->waiters.push_back({std::move(done), keep_alive_s});
+      load_queue_.push_back(s);
+      cv_.notify_all();
+      return;
+    }
+  }
+}
+
+ModelLease ModelRegistry::MakeLease(Slot* s, std::optional<double> keep_alive_s) {
+  ++s->active;
+  s->expires.reset();
+  const double keep = keep_alive_s.value_or(s->keep_alive_s);
+  std::shared_ptr<void> guard(nullptr, [this, s, keep](void*) { Release(s, keep); });
+  return ModelLease(guard, s->instance.get());
+}
+
+void ModelRegistry::Release(Slot* s, double keep_alive_s) {
+  std::lock_guard lock(mu_);
+  HERD_CHECK(s->active > 0);
+  --s->active;
+  s->last_used = Clock::now();
+  if (s->active > 0 || s->fixed) return;
+  if (s->unload_when_idle || keep_alive_s == 0) {
+    s->expires = s->last_used;
+  } else if (keep_alive_s < 0) {
+    s->expires.reset();
+  } else {
+    s->expires =
+        s->last_used + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(keep_alive_s));
+  }
+  s->unload_when_idle = false;
+  cv_.notify_all();
+}
+
+bool ModelRegistry::Reserve(Slot* s, api::ApiError* error) {
+  const size_t budget = options_.memory_budget_bytes;
+  if (budget > 0 && s->bytes > budget) {
+    *error = {
+        api::ErrorKind::kUnavailable,
+        "model '" + s->entry.name + "' needs " + Gib(s->bytes) + ", more than the memory budget of " + Gib(budget),
+        "model", "model_too_large"};
+    return false;
+  }
+  const auto fits = [&] {
+    return (budget == 0 || reserved_bytes_ + s->bytes <= budget) &&
+           (options_.max_loaded_models <= 0 || n_resident_ < options_.max_loaded_models);
+  };
+  while (!fits()) {
+    Slot* victim = nullptr;  // the least recently used idle model
+    for (auto& [name, o] : slots_) {
+      if (o->state == ModelState::kLoaded && o->active == 0 && !o->fixed &&
+          (victim == nullptr || o->last_used < victim->last_used)) {
+        victim = o.get();
+      }
+    }
+    if (victim == nullptr) {
+      *error = {api::ErrorKind::kUnavailable,
+                "model '" + s->entry.name + "' does not fit next to the models in use (needs " + Gib(s->bytes) + ", " +
+                    Gib(reserved_bytes_) + " of " + Gib(budget) + " reserved); retry when they are idle",
+                "model", "model_busy"};
+      return false;
+    }
+    HERD_LOG(kInfo, "unloading '%s' (least recently used) to load '%s'", victim->entry.name.c_str(),
+             s->entry.name.c_str());
+    victim->state = ModelState::kUnloaded;
+    victim->expires.reset();
+    unload_.push_back(std::move(victim->instance));
+    reserved_bytes_ -= victim->bytes;
+    --n_resident_;
+  }
+  reserved_bytes_ += s->bytes;
+  ++n_resident_;
+  return true;
+}
+
+void ModelRegistry::Run() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    const auto now = Clock::now();
+    std::optional<Clock::time_point> next;
+    for (auto& [name, s] : slots_) {
+      if (s->state != ModelState::kLoaded || s->active > 0 || s->fixed || !s->expires) continue;
+      if (*s->expires <= now) {
+        HERD_LOG(kInfo, "unloading idle model '%s'", name.c_str());
+        s->state = ModelState::kUnloaded;
+        s->expires.reset();
+        unload_.push_back(std::move(s->instance));
+        reserved_bytes_ -= s->bytes;
+        --n_resident_;
+      } else if (!next || *s->expires < *next) {
+        next = s->expires;
+      }
+    }
+    if (!unload_.empty()) {
+      auto victims = std::move(unload_);
+      unload_.clear();
+      lock.unlock();
+      victims.clear();  // stops engines, saves prefix caches
+      lock.lock();
+      continue;
+    }
+    if (stop_) break;
+    if (!load_queue_.empty()) {
+      Slot* s = load_queue_.front();
+      load_queue_.erase(load_queue_.begin());
+      lock.unlock();
+      LoadSlot(s);
+      lock.lock();
+      continue;
+    }
+    if (next) {
+      cv_.wait_until(lock, *next);
+    } else {
+      cv_.wait(lock);
+    }
+  }
+  // Shutting down: queued loads fail.
+  for (Slot* s : load_queue_) {
+    auto waiters = std::move(s->waiters);
+    s->waiters.clear();
+    s->state = ModelState::kUnloaded;
+    lock.unlock();
+    for (auto& w : waiters) w.done(nullptr, {api::ErrorKind::kUnavailable, "the server is shutting down", "", ""});
+    lock.lock();
+  }
+  load_queue_.clear();
+}
+
+void ModelRegistry::LoadSlot(Slot* s) {
+  const auto started = Clock::now();
+  auto loaded = ModelInstance::Load(s->entry.load);  // s->entry does not change while loading
+  std::vector<std::pair<Done, ModelLease>> ready;
+  api::ApiError error;
+  {
+    std::lock_guard lock(mu_);
+    if (!loaded.ok()) {
+      s->state = ModelState::kUnloaded;
+      reserved_bytes_ -= s->bytes;
+      --n_resident_;
+      const std::string& why = loaded.status().message();
+      const std::string& path = s->entry.load.path;
+      error = {api::ErrorKind::kInternal, why.find(path) == std::string::npos ? path + ": " + why : why, "model", ""};
+      HERD_LOG(kError, "loading '%s' failed: %s", s->entry.name.c_str(), error.message.c_str());
+      for (auto& w : s->waiters) ready.emplace_back(std::move(w.done), nullptr);
+    } else {
+      s->instance = std::move(loaded).value();
+      s->state = ModelState::kLoaded;
+      s->loaded_at = UnixNow();
+      s->last_used = Clock::now();
+      s->instance->set_load_seconds(std::chrono::duration<double>(s->last_used - started).count());
+      HERD_LOG(kInfo, "loaded '%s' in %.2f s", s->entry.name.c_str(), s->instance->load_seconds());
+      for (auto& w : s->waiters) ready.emplace_back(std::move(w.done), MakeLease(s, w.keep_alive_s));
+      if (s->waiters.empty()) {  // a preload: idle from now on
+        s->expires.reset();
+        if (s->keep_alive_s >= 0) {
+          s->expires = s->last_used +
+                       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s->keep_alive_s));
+        }
+      }
+    }
+    s->waiters.clear();
+  }
+  for (auto& [done, lease] : ready) done(std::move(lease), error);
+}
+
+}  // namespace herd::server
