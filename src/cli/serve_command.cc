@@ -89,6 +89,7 @@ size_t RegisterModels(const ServeOptions& o, const server::ModelInstanceOptions&
   }
   if (!o.no_ollama) {
     const std::string store = o.ollama_models.empty() ? server::DefaultOllamaStore() : o.ollama_models;
+    models.SetOllamaStore(store, defaults);  // where /api/pull, /api/copy and /api/delete write
     for (auto& e : server::ScanOllamaStore(store, defaults)) {
       if (!models.Find(e.name)) models.Register(std::move(e));
     }

@@ -177,6 +177,22 @@ bool ModelRegistry::UnloadWhenIdle(const std::string& name) {
   return true;
 }
 
+void ModelRegistry::SetOllamaStore(std::string root, ModelInstanceOptions entry_defaults) {
+  std::lock_guard lock(mu_);
+  ollama_store_ = std::move(root);
+  entry_defaults_ = std::move(entry_defaults);
+}
+
+std::string ModelRegistry::ollama_store() const {
+  std::lock_guard lock(mu_);
+  return ollama_store_;
+}
+
+ModelInstanceOptions ModelRegistry::entry_defaults() const {
+  std::lock_guard lock(mu_);
+  return entry_defaults_;
+}
+
 void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done) {
   std::unique_lock lock(mu_);
   Slot* s = FindSlot(name);

@@ -88,6 +88,13 @@ class ModelRegistry {
   // Unloads `name` once idle (Ollama's keep_alive 0 load request); false if unknown.
   bool UnloadWhenIdle(const std::string& name);
 
+  // The Ollama store that /api/pull, /api/copy and /api/delete write to (empty: none; those
+  // routes then work only on in-memory entries) and the load options of entries added at run
+  // time (pulled or copied models). Thread-safe.
+  void SetOllamaStore(std::string root, ModelInstanceOptions entry_defaults);
+  std::string ollama_store() const;
+  ModelInstanceOptions entry_defaults() const;
+
  private:
   using Clock = std::chrono::steady_clock;
   struct Slot;
@@ -113,6 +120,8 @@ class ModelRegistry {
   size_t reserved_bytes_ = 0;
   int32_t n_resident_ = 0;  // loading or loaded
   bool stop_ = false;
+  std::string ollama_store_;
+  ModelInstanceOptions entry_defaults_;
   std::thread loader_;
 };
 

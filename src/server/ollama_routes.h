@@ -1,5 +1,6 @@
 // Ollama routes: POST /api/chat and /api/generate (NDJSON streaming by default, or one object
-// with "stream": false; Ollama's timing fields), GET /api/tags, GET /api/version, GET and HEAD /.
+// with "stream": false; Ollama's timing fields), GET /api/tags, GET /api/version, GET and HEAD /,
+// and the model-management routes of ollama_admin_routes.h (show, ps, copy, delete, pull).
 // Errors as {"error": "..."}.
 #pragma once
 
