@@ -11,6 +11,7 @@
 #include "base/memory_info.h"
 #include "cli/commands.h"
 #include "cli/model_loader.h"
+#include "cli/serve_config.h"
 #include "http/http_server.h"
 #include "server/anthropic_routes.h"
 #include "server/ollama_routes.h"
@@ -40,6 +41,9 @@ struct ServeOptions {
   std::vector<std::string> api_keys;
   std::string api_key_file;
   std::string prefix_cache_file;
+  double shutdown_timeout_s = 10;
+  std::string config;                  // TOML file
+  std::vector<ModelSpec> model_specs;  // its [[model]] tables
 };
 
 // "5m", "1h30m", "90s", "300" (seconds), "-1" (forever). Fails the command otherwise.
@@ -63,21 +67,38 @@ double ParseKeepAlive(const std::string& text) {
   return total;
 }
 
+size_t MemoryOrFail(const std::string& what, const std::string& text) {
+  auto b = ParseMemoryBudget(text, AvailableMemoryBytes());
+  if (!b.ok()) Fail(what + ": " + b.status().message());
+  return *b;
+}
+
 // Registers every model source; returns the number of models.
 size_t RegisterModels(const ServeOptions& o, const server::ModelInstanceOptions& defaults,
                       server::ModelRegistry& models) {
   if (o.aliases.size() > o.models.size()) Fail("--alias given more often than -m");
-  std::vector<std::string> files = o.models;
-  const bool demo = files.empty() && o.models_dirs.empty();
-  if (demo) files.push_back(DemoModelPathOrFail());
-  for (size_t i = 0; i < files.size(); ++i) {
-    auto entry = server::FileEntry(files[i], i < o.aliases.size() ? o.aliases[i] : "", defaults);
+  std::vector<ModelSpec> specs;
+  for (size_t i = 0; i < o.models.size(); ++i) {
+    specs.push_back({o.models[i], i < o.aliases.size() ? o.aliases[i] : "", {}, {}, {}, {}, {}});
+  }
+  specs.insert(specs.end(), o.model_specs.begin(), o.model_specs.end());
+  if (specs.empty() && o.models_dirs.empty()) specs.push_back({DemoModelPathOrFail(), "", {}, {}, {}, {}, {}});
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ModelSpec& spec = specs[i];
+    server::ModelInstanceOptions mo = defaults;
+    if (spec.ctx) mo.n_ctx = *spec.ctx;
+    if (spec.threads) mo.threads = *spec.threads;
+    if (spec.batch_tokens) mo.max_batch_tokens = *spec.batch_tokens;
+    if (spec.kv_type) mo.kv_type = KvTypeFromName(*spec.kv_type);
+    if (spec.kv_budget) mo.kv_budget_bytes = MemoryOrFail("kv_budget of " + spec.path, *spec.kv_budget);
+    auto entry = server::FileEntry(spec.path, spec.alias, mo);
     if (!entry.ok()) Fail(entry.status().message());
     entry->preload = true;
     if (i == 0) entry->load.prefix_cache_file = o.prefix_cache_file;
     // Fail fast on a file that is not a loadable GGUF, before serving.
     auto estimate = server::ModelInstance::EstimateMemory(entry->load);
-    if (!estimate.ok()) Fail(files[i] + ": " + estimate.status().message());
+    if (!estimate.ok()) Fail(spec.path + ": " + estimate.status().message());
+    if (models.Find(entry->name)) Fail("two models are named '" + entry->name + "' (use --alias or alias = ...)");
     models.Register(std::move(entry).value());
   }
   for (const auto& dir : o.models_dirs) {
@@ -110,19 +131,11 @@ void Serve(const ServeOptions& o) {
   defaults.n_ctx = o.ctx;
   defaults.max_batch_tokens = o.batch_tokens;
   defaults.kv_type = KvTypeFromName(o.kv_type);
-  if (!o.kv_budget.empty()) {
-    auto b = ParseMemoryBudget(o.kv_budget, AvailableMemoryBytes());
-    if (!b.ok()) Fail("--kv-budget: " + b.status().message());
-    defaults.kv_budget_bytes = *b;
-  }
+  if (!o.kv_budget.empty()) defaults.kv_budget_bytes = MemoryOrFail("--kv-budget", o.kv_budget);
   server::RegistryOptions ro;
   ro.default_keep_alive_s = ParseKeepAlive(o.keep_alive);
   ro.max_loaded_models = o.max_loaded_models;
-  if (!o.max_memory.empty() && o.max_memory != "0") {
-    auto b = ParseMemoryBudget(o.max_memory, AvailableMemoryBytes());
-    if (!b.ok()) Fail("--max-memory: " + b.status().message());
-    ro.memory_budget_bytes = *b;
-  }
+  if (!o.max_memory.empty() && o.max_memory != "0") ro.memory_budget_bytes = MemoryOrFail("--max-memory", o.max_memory);
   server::ModelRegistry models(ro);
   const size_t n_models = RegisterModels(o, defaults, models);
   models.Start();
@@ -156,14 +169,14 @@ void Serve(const ServeOptions& o) {
   int sig = 0;
   sigwait(&signals, &sig);
   std::fprintf(stderr, "herd: %s received, finishing in-flight requests\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  http.Stop(std::chrono::milliseconds(10000));
+  http.Stop(std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000)));
 }
 
 }  // namespace
 
 void AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve a model over HTTP (OpenAI, Anthropic and Ollama APIs)");
+  CLI::App* cmd = app.add_subcommand("serve", "Serve models over HTTP (OpenAI, Anthropic and Ollama APIs)");
   cmd->add_option("-m,--model", o->models,
                   "GGUF model file, loaded at start and kept loaded; repeatable (default: the built-in demo model "
                   "when no --models-dir is given)");
@@ -199,7 +212,19 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--prefix-cache-file", o->prefix_cache_file,
                   "Save pinned prompt prefixes (cache_control) here at shutdown and load them at start");
   cmd->add_option("--api-key-file", o->api_key_file, "Require one of the keys in this file (one per line)");
-  cmd->callback([o] { Serve(*o); });
+  cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s,
+                  "Seconds in-flight requests get to finish after SIGINT/SIGTERM before they are cancelled")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--config", o->config,
+                  "TOML configuration file (docs/configuration.md); flags and HERD_* variables take precedence")
+      ->envname("HERD_CONFIG");
+  for (const char* multi : {"--model", "--alias", "--models-dir", "--api-key"}) cmd->get_option(multi)->delimiter(',');
+  AddEnvironmentNames(cmd);
+  cmd->callback([o, cmd] {
+    if (!o->config.empty()) o->model_specs = ApplyConfigFile(o->config, cmd);
+    Serve(*o);
+  });
 }
 
 }  // namespace herd::cli
