@@ -52,10 +52,12 @@ Engine::Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const E
       n_ctx_(n_ctx),
       kv_(KvOptions(*cache, options)),
       scheduler_(options.scheduler, &kv_),
-      runner_(model, cache, &kv_) {
+      runner_(model, cache, &kv_),
+      metrics_(options.metrics ? options.metrics : std::make_shared<EngineMetrics>()) {
   stats_.total_blocks = cache->config().n_blocks;
   stats_.free_blocks = kv_.free_blocks();
   published_ = stats_;
+  PublishMetrics(stats_);
 }
 
 Engine::~Engine() {
@@ -64,6 +66,17 @@ Engine::~Engine() {
   std::vector<RequestState*> live;
   for (auto& [id, r] : requests_) live.push_back(r.get());
   for (RequestState* r : live) FinishRequest(r, FinishReason::kCancelled, Status::Ok());
+  metrics_->OnStep({}, 0, 0, 0, 0);  // the metrics may outlive the engine: nothing runs any more
+}
+
+void Engine::PublishMetrics(const EngineStats& before) {
+  EngineMetrics::StepDelta d;
+  d.prompt_tokens_computed = stats_.prompt_tokens_computed - before.prompt_tokens_computed;
+  d.generation_tokens = stats_.generated_tokens - before.generated_tokens;
+  d.preemptions = stats_.preemptions - before.preemptions;
+  d.prefix_queries = stats_.prefix.queried_tokens - before.prefix.queried_tokens;
+  d.prefix_hits = stats_.prefix.hit_tokens - before.prefix.hit_tokens;
+  metrics_->OnStep(d, stats_.running, stats_.waiting, stats_.total_blocks - stats_.free_blocks, stats_.total_blocks);
 }
 
 void Engine::Start() {
@@ -194,6 +207,7 @@ void Engine::ApplyInbox() {
 }
 
 bool Engine::Step() {
+  const EngineStats before = stats_;
   ApplyInbox();
   kv_.ExpirePins(KvClock::now());
   const SchedulerStep step = scheduler_.Schedule();
@@ -235,6 +249,7 @@ bool Engine::Step() {
   stats_.waiting = static_cast<int32_t>(scheduler_.waiting().size());
   stats_.free_blocks = kv_.free_blocks();
   stats_.pinned_blocks = kv_.pinned_blocks();
+  PublishMetrics(before);
   {
     std::lock_guard lock(mu_);
     published_ = stats_;

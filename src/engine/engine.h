@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/engine_metrics.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
@@ -42,6 +43,9 @@ struct EngineOptions {
   // A greedy request identical to one in flight (same tokens, limits and sampling parameters)
   // joins it as a subscriber instead of computing again; events so far are replayed to it.
   bool coalesce_identical = true;
+  // Where the engine records counters, gauges and latency histograms; null: a new one. Pass the
+  // same object to the next engine of the same model to keep counting across reloads.
+  std::shared_ptr<EngineMetrics> metrics;
 };
 
 struct EngineStats {
@@ -50,8 +54,8 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
-  int64_t coalesced = 0;           // requests served by another identical request's computation
-  double step_seconds = 0;         // time in steps (schedule, forward, sampling)
+  int64_t coalesced = 0;    // requests served by another identical request's computation
+  double step_seconds = 0;  // time in steps (schedule, forward, sampling)
   // Steps in which every sequence decoded one token (no prefill work): the batched decode rate
   // is decode_step_tokens / decode_step_seconds.
   double decode_step_seconds = 0;
@@ -89,6 +93,8 @@ class Engine {
   bool Busy() const;
 
   EngineStats stats() const;
+  // Recorded as the engine runs; readable from any thread (engine_metrics.h).
+  const std::shared_ptr<EngineMetrics>& metrics() const { return metrics_; }
   const KvCacheManager& kv() const { return kv_; }
   KvCacheManager& mutable_kv() { return kv_; }
   int32_t n_ctx() const { return n_ctx_; }
@@ -123,6 +129,7 @@ class Engine {
   void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now);
   void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now);
   std::unique_ptr<Sequence> MakeSequence(RequestState* r, int32_t index, uint64_t seed);
+  void PublishMetrics(const EngineStats& before);  // after a step: deltas and gauges
 
   Model* model_;
   KvCache* cache_;
@@ -132,10 +139,11 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  std::shared_ptr<EngineMetrics> metrics_;
 
   // Engine-thread state.
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
-  std::unordered_map<RequestId, RequestId> aliases_;           // coalesced subscriber -> computing request
+  std::unordered_map<RequestId, RequestId> aliases_;             // coalesced subscriber -> computing request
   std::unordered_multimap<uint64_t, RequestId> coalesce_index_;  // CoalesceKey -> coalescable requests
   SeqId next_seq_ = 1;
   uint64_t next_arrival_ = 0;

@@ -19,6 +19,25 @@ bool SameComputation(const GenerationRequest& a, const GenerationRequest& b) {
          x.logprobs == y.logprobs && x.n_probs == y.n_probs;
 }
 
+namespace {
+
+double Seconds(EngineClock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Latencies of a request that ends now (timings.finished is set by whoever finished it).
+void RecordRequestEnd(const RequestState& r, EngineMetrics& m) {
+  const RequestTimings& t = r.timings;
+  const EngineClock::time_point none{};
+  const EngineClock::time_point end = t.finished != none ? t.finished : EngineClock::now();
+  const double queue = t.first_scheduled != none ? Seconds(t.first_scheduled - t.submitted) : -1.0;
+  double tpot = -1.0;
+  const int32_t generated = r.choices.empty() ? 0 : r.choices[0]->n_generated();
+  if (generated >= 2 && t.first_token != none)
+    tpot = Seconds(r.choices[0]->last_token - t.first_token) / (generated - 1);
+  m.OnRequestEnd(r.finish, Seconds(end - t.submitted), queue, tpot);
+}
+
+}  // namespace
+
 uint64_t CoalesceKey(const GenerationRequest& r) {
   uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<uint64_t>(r.max_tokens);
   for (int32_t t : r.prompt) h = (h ^ static_cast<uint32_t>(t)) * 0x100000001b3ULL;
@@ -50,6 +69,7 @@ std::unique_ptr<Sequence> Engine::MakeSequence(RequestState* r, int32_t index, u
 }
 
 void Engine::Retire(RequestState* r) {
+  RecordRequestEnd(*r, *metrics_);
   for (auto& sub : r->subscribers) {
     sub.stream->Close();
     aliases_.erase(sub.id);
@@ -134,6 +154,7 @@ void Engine::Admit(std::unique_ptr<RequestState> r) {
 
 void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& error) {
   const auto now = EngineClock::now();
+  r->finish = reason;
   for (auto& s : r->choices) {
     if (s->status == SequenceStatus::kFinished) continue;
     scheduler_.Remove(s.get());
@@ -165,6 +186,7 @@ void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& e
 
 void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now) {
   RequestState* r = seq->request;
+  if (seq->index == 0) r->finish = reason;
   scheduler_.Remove(seq);
   EngineEvent ev;
   ev.kind = EngineEvent::Kind::kFinished;
@@ -243,7 +265,12 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
   seq->sampler->Accept(t.id);
   seq->tokens.push_back(t.id);
   ++stats_.generated_tokens;
-  if (r->timings.first_token == EngineClock::time_point{}) r->timings.first_token = now;
+  if (r->timings.first_token == EngineClock::time_point{}) {
+    r->timings.first_token = now;
+    metrics_->OnFirstToken(Seconds(now - r->timings.submitted), seq->n_prompt);
+  }
+  if (seq->last_token != EngineClock::time_point{}) metrics_->OnTokenGap(Seconds(now - seq->last_token));
+  seq->last_token = now;
   const bool stop_token = seq->sampler->IsStopToken(t.id);
   EngineEvent ev;
   ev.kind = EngineEvent::Kind::kToken;

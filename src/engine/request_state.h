@@ -30,6 +30,7 @@ struct RequestState {
   bool forked = false;
   std::vector<bool> pinned;  // per request.pins entry: applied
   RequestTimings timings;
+  FinishReason finish = FinishReason::kStop;  // how choice 0 (or the whole request) ended: metrics
 
   void Emit(const EngineEvent& ev) {
     if (coalescable) log.push_back(ev);

@@ -35,6 +35,7 @@ struct Sequence {
   bool admitted_once = false;
   int32_t n_cached = 0;  // prompt tokens served from the prefix cache at first admission
   int32_t n_preempted = 0;
+  EngineClock::time_point last_token{};  // when its latest token was sampled (inter-token latency)
 
   std::optional<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detokenizer;  // null without a tokenizer
