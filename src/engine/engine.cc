@@ -202,7 +202,13 @@ void Engine::ApplyInbox() {
     inbox.swap(inbox_);
     cancels.swap(cancels_);
   }
-  for (auto& r : inbox) Admit(std::move(r));
+  for (auto& r : inbox) {
+    if (r->embedding) {
+      AdmitEmbedding(std::move(r));
+    } else {
+      Admit(std::move(r));
+    }
+  }
   for (RequestId id : cancels) CancelOne(id);
 }
 
@@ -234,8 +240,14 @@ bool Engine::Step() {
         if (std::find(failed.begin(), failed.end(), c.seq->request) == failed.end()) failed.push_back(c.seq->request);
       }
       for (RequestState* r : failed) FinishRequest(r, FinishReason::kError, st);
-    } else {
+    } else if (out.embedded.empty()) {
       AfterForward(step, out);
+    } else {
+      // Embedding chunks are pooled, not sampled or committed to the prefix cache.
+      SchedulerStep generation = step;
+      std::erase_if(generation.chunks, [](const ScheduledChunk& c) { return c.seq->embedding; });
+      AfterForward(generation, out);
+      AfterEmbedding(out);
     }
     const double seconds = std::chrono::duration<double>(EngineClock::now() - now).count();
     stats_.step_seconds += seconds;

@@ -23,6 +23,7 @@
 
 #include "base/status.h"
 #include "engine/engine_metrics.h"
+#include "engine/embedding.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
@@ -83,6 +84,10 @@ class Engine {
   // max_tokens exceed the context and truncation was not asked for), ResourceExhausted (the
   // waiting queue is full: "overloaded").
   Result<std::shared_ptr<RequestStream>> Submit(GenerationRequest request);
+  // Queues an embedding request (engine/embedding.h): its prompt runs as prefill in the same
+  // steps, budget and limits as generation; its one kFinished event carries the pooled vector.
+  // Errors as Submit; OutOfRange when the prompt exceeds the context and truncate is off.
+  Result<std::shared_ptr<RequestStream>> SubmitEmbedding(EmbeddingRequest request);
   // Ends the request with kCancelled before the next step; unknown or finished ids are ignored.
   void Cancel(RequestId id);
 
@@ -129,6 +134,10 @@ class Engine {
   void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now);
   void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now);
   std::unique_ptr<Sequence> MakeSequence(RequestState* r, int32_t index, uint64_t seed);
+  // Embedding requests (embedding.cc). Enqueue: the queue limit, an id and a stream, the inbox.
+  Result<std::shared_ptr<RequestStream>> Enqueue(std::unique_ptr<RequestState> state);
+  void AdmitEmbedding(std::unique_ptr<RequestState> r);
+  void AfterEmbedding(const StepOutput& out);
   void PublishMetrics(const EngineStats& before);  // after a step: deltas and gauges
 
   Model* model_;

@@ -1,6 +1,34 @@
 #include "engine/model_runner.h"
 
 namespace herd {
+namespace {
+
+void Clear(ForwardBatch& b) {
+  b.tokens.clear();
+  b.pos.clear();
+  b.seq.clear();
+  b.logit_rows.clear();
+}
+
+// Appends the chunk's tokens and block table to `b` (`*n_tables` tables so far; block_tables
+// keeps its inner vectors across steps); returns the row of its first token.
+int32_t Append(ForwardBatch& b, size_t* n_tables, const ScheduledChunk& c, const KvCacheManager& kv) {
+  const Sequence& s = *c.seq;
+  const auto table = kv.BlockTable(s.id);
+  const int32_t index = static_cast<int32_t>((*n_tables)++);
+  if (b.block_tables.size() < *n_tables) b.block_tables.resize(*n_tables);
+  b.block_tables[static_cast<size_t>(index)].assign(table.begin(), table.end());
+  const int32_t first = static_cast<int32_t>(b.tokens.size());
+  for (int32_t k = 0; k < c.n_tokens; ++k) {
+    const int32_t p = s.n_computed + k;
+    b.tokens.push_back(s.tokens[static_cast<size_t>(p)]);
+    b.pos.push_back(p);
+    b.seq.push_back(index);
+  }
+  return first;
+}
+
+}  // namespace
 
 ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv)
     : model_(model), cache_(cache), kv_(kv), n_vocab_(model->config().n_vocab) {}
@@ -8,31 +36,44 @@ ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv)
 Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
   for (const BlockCopy& c : kv_->TakeCopies()) cache_->CopyBlock(c.src, c.dst);
   ForwardBatch& b = batch_;
-  b.tokens.clear();
-  b.pos.clear();
-  b.seq.clear();
-  b.logit_rows.clear();
-  b.block_tables.resize(step.chunks.size());
+  ForwardBatch& e = embed_batch_;
+  Clear(b);
+  Clear(e);
+  size_t n_tables = 0, n_embed_tables = 0;
   out->sampled.clear();
-  for (size_t i = 0; i < step.chunks.size(); ++i) {
-    const ScheduledChunk& c = step.chunks[i];
+  out->embedded.clear();
+  out->embed_status = Status::Ok();
+  for (const ScheduledChunk& c : step.chunks) {
     const Sequence& s = *c.seq;
-    const auto table = kv_->BlockTable(s.id);
-    b.block_tables[i].assign(table.begin(), table.end());
-    for (int32_t k = 0; k < c.n_tokens; ++k) {
-      const int32_t p = s.n_computed + k;
-      b.tokens.push_back(s.tokens[static_cast<size_t>(p)]);
-      b.pos.push_back(p);
-      b.seq.push_back(static_cast<int32_t>(i));
+    if (s.embedding) {
+      const int32_t first = Append(e, &n_embed_tables, c, *kv_);
+      EmbeddedChunk ec{c.seq, c.n_tokens, static_cast<int32_t>(e.logit_rows.size()), 0, s.n_computed};
+      // Rows the pooling needs: all of them (mean) or the one at its position (cls, last).
+      int32_t lo = s.n_computed, hi = s.n_computed + c.n_tokens;
+      if (s.pooling != Pooling::kMean) {
+        const int32_t want = s.pooling == Pooling::kCls ? 0 : s.n_prompt - 1;
+        lo = want;
+        hi = want >= s.n_computed && want < s.n_computed + c.n_tokens ? want + 1 : want;
+      }
+      for (int32_t p = lo; p < hi; ++p) e.logit_rows.push_back(first + p - s.n_computed);
+      ec.n_rows = hi - lo;
+      ec.first_row_pos = lo;
+      out->embedded.push_back(ec);
+      continue;
     }
+    Append(b, &n_tables, c, *kv_);
     if (s.n_computed + c.n_tokens == static_cast<int32_t>(s.tokens.size())) {
       b.logit_rows.push_back(static_cast<int32_t>(b.tokens.size()) - 1);
       out->sampled.push_back(c.seq);
     }
   }
+  b.block_tables.resize(n_tables);
+  e.block_tables.resize(n_embed_tables);
   out->logits.resize(b.logit_rows.size() * static_cast<size_t>(n_vocab_));
-  if (b.tokens.empty()) return Status::Ok();
-  return model_->Forward(b, cache_->layers(), out->logits.data());
+  if (!b.tokens.empty()) HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), out->logits.data()));
+  out->hidden.resize(e.logit_rows.size() * static_cast<size_t>(model_->config().n_embd));
+  if (!e.tokens.empty()) out->embed_status = model_->Embed(e, cache_->layers(), out->hidden.data());
+  return Status::Ok();
 }
 
 }  // namespace herd

@@ -2,6 +2,13 @@
 // tokens, positions and block table), performs the KV block copies the KvCacheManager queued
 // (copy-on-write), runs Model::Forward and returns the logits of the sequences that sample
 // this step: those whose chunk reaches the end of their tokens.
+//
+// Chunks of embedding sequences (Sequence::embedding) go into a second batch run with
+// Model::Embed in the same step, which returns the final hidden states of the rows their pooling
+// needs (every row for mean pooling; the first or last prompt position for cls / last). Two
+// forward passes because Forward returns logits and Embed hidden states of its rows, never both;
+// each pass carries only its own tokens, so a mixed step costs the same token work plus one
+// more pass over the weights.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +22,20 @@
 
 namespace herd {
 
+// One embedding chunk's hidden states: StepOutput::hidden rows [first_row, first_row + n_rows)
+// hold positions first_row_pos.. of the sequence.
+struct EmbeddedChunk {
+  Sequence* seq = nullptr;
+  int32_t n_tokens = 0;  // tokens the chunk computed (from seq->n_computed)
+  int32_t first_row = 0, n_rows = 0, first_row_pos = 0;
+};
+
 struct StepOutput {
   std::vector<Sequence*> sampled;  // sequences whose logits were computed, in chunk order
   std::vector<float> logits;       // [sampled.size(), n_vocab]
+  std::vector<EmbeddedChunk> embedded;
+  std::vector<float> hidden;  // [rows, n_embd]
+  Status embed_status;        // Model::Embed's result: failing only the embedding chunks' requests
 };
 
 class ModelRunner {
@@ -25,7 +43,8 @@ class ModelRunner {
   ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv);
 
   // Runs the step; sequences' n_computed are NOT advanced (the engine does that after it has
-  // handled the result). Errors: the model rejected the batch.
+  // handled the result). Errors: the model rejected the generation batch (an Embed error is
+  // out->embed_status instead, e.g. an architecture without embeddings).
   Status Execute(const SchedulerStep& step, StepOutput* out);
 
   int32_t n_vocab() const { return n_vocab_; }
@@ -35,7 +54,8 @@ class ModelRunner {
   KvCache* cache_;
   KvCacheManager* kv_;
   int32_t n_vocab_;
-  ForwardBatch batch_;  // reused across steps
+  ForwardBatch batch_;        // reused across steps
+  ForwardBatch embed_batch_;  // embedding chunks
 };
 
 }  // namespace herd

@@ -71,6 +71,7 @@ struct EngineEvent {
   Status error;             // kError only
   Usage usage;
   RequestTimings timings;
+  std::vector<float> embedding;  // kFinished of an embedding request (kStop): the pooled vector [n_embd]
 };
 
 }  // namespace herd

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/sequence.h"
@@ -31,6 +33,8 @@ struct RequestState {
   std::vector<bool> pinned;  // per request.pins entry: applied
   RequestTimings timings;
   FinishReason finish = FinishReason::kStop;  // how choice 0 (or the whole request) ended: metrics
+  // Engine::SubmitEmbedding: an embedding request (request.prompt holds its tokens too).
+  std::optional<EmbeddingRequest> embedding;
 
   void Emit(const EngineEvent& ev) {
     if (coalescable) log.push_back(ev);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "base/check.h"
 
@@ -54,7 +55,9 @@ void Scheduler::Preempt(Sequence* seq, SchedulerStep* step) {
 bool Scheduler::TryAdmit(Sequence* seq, int32_t budget, ScheduledChunk* chunk) {
   // With nothing running there is nobody to preempt later: the watermark would only starve.
   const bool keep_watermark = !running_.empty();
-  const int32_t cached = kv_->Admit(seq->id, seq->tokens);
+  // Embedding sequences need every row's hidden state: no prefix-cache hits for them.
+  const int32_t cached =
+      kv_->Admit(seq->id, seq->embedding ? std::span<const int32_t>() : std::span<const int32_t>(seq->tokens));
   if (!seq->admitted_once) seq->n_cached = std::min(cached, seq->n_prompt);
   seq->n_computed = cached;
   const int32_t n = std::min(seq->n_pending(), budget);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/request.h"
 #include "engine/stop_matcher.h"
 #include "kv/kv_cache_manager.h"
@@ -40,6 +41,13 @@ struct Sequence {
   std::optional<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detokenizer;  // null without a tokenizer
   std::unique_ptr<StopMatcher> stop;
+
+  // Embedding sequences (Engine::SubmitEmbedding) run the prompt only: no sampler, detokenizer or
+  // stop matcher; never take or register prefix-cache blocks. `pooled` ([n_embd]) accumulates
+  // the pooled hidden states, reset when the prompt starts again at position 0 (preemption).
+  bool embedding = false;
+  Pooling pooling = Pooling::kMean;
+  std::vector<double> pooled;
 
   int32_t n_generated() const { return static_cast<int32_t>(tokens.size()) - n_prompt; }
   // Tokens that still need a forward pass before the next sample.
