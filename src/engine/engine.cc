@@ -122,6 +122,10 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
   }
   if (req.max_tokens < -1) return InvalidArgument(StrFormat("max_tokens must be >= 0, got %d", req.max_tokens));
   if (!req.stop.empty() && tokenizer_ == nullptr) return InvalidArgument("stop strings need a tokenizer");
+  if (req.json_mode) {
+    if (tokenizer_ == nullptr) return InvalidArgument("JSON mode needs a tokenizer");
+    JsonVocab();  // built on the submitter's thread the first time, not on the engine thread
+  }
   if (!req.ignore_eos && tokenizer_ != nullptr) {
     for (int32_t id : tokenizer_->vocab().eog) req.sampling.stop_tokens.push_back(id);
   }

@@ -31,6 +31,7 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
+#include "sampling/json_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace herd {
@@ -80,7 +81,8 @@ class Engine {
   void Stop();
 
   // Validates and queues a request. Errors: InvalidArgument (empty prompt, token ids out of
-  // range, bad sampling parameters, a request that cannot fit the KV pool), OutOfRange (prompt +
+  // range, bad sampling parameters, a request that cannot fit the KV pool, json_mode without a
+  // tokenizer), OutOfRange (prompt +
   // max_tokens exceed the context and truncation was not asked for), ResourceExhausted (the
   // waiting queue is full: "overloaded").
   Result<std::shared_ptr<RequestStream>> Submit(GenerationRequest request);
@@ -132,7 +134,10 @@ class Engine {
   void AfterForward(const SchedulerStep& step, StepOutput& out);
   void ForkChoices(Sequence* parent);
   void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now);
-  void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now);
+  void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now,
+                      const Status& error = Status::Ok());
+  // The vocabulary prepared for JSON mode: built on first use (thread-safe), shared by all requests.
+  std::shared_ptr<const JsonVocabulary> JsonVocab();
   std::unique_ptr<Sequence> MakeSequence(RequestState* r, int32_t index, uint64_t seed);
   // Embedding requests (embedding.cc). Enqueue: the queue limit, an id and a stream, the inbox.
   Result<std::shared_ptr<RequestStream>> Enqueue(std::unique_ptr<RequestState> state);
@@ -143,6 +148,8 @@ class Engine {
   Model* model_;
   KvCache* cache_;
   const Tokenizer* tokenizer_;
+  std::once_flag json_vocab_once_;
+  std::shared_ptr<const JsonVocabulary> json_vocab_;
   EngineOptions options_;
   int32_t n_ctx_;
   KvCacheManager kv_;

@@ -12,11 +12,12 @@ namespace herd {
 bool SameComputation(const GenerationRequest& a, const GenerationRequest& b) {
   const SamplingParams &x = a.sampling, &y = b.sampling;
   return a.prompt == b.prompt && a.max_tokens == b.max_tokens && a.stop == b.stop && a.ignore_eos == b.ignore_eos &&
-         a.n == b.n && x.temperature == y.temperature && x.top_k == y.top_k && x.top_p == y.top_p &&
-         x.min_p == y.min_p && x.typical_p == y.typical_p && x.repeat_penalty == y.repeat_penalty &&
-         x.presence_penalty == y.presence_penalty && x.frequency_penalty == y.frequency_penalty &&
-         x.penalty_last_n == y.penalty_last_n && x.logit_bias == y.logit_bias && x.stop_tokens == y.stop_tokens &&
-         x.logprobs == y.logprobs && x.n_probs == y.n_probs;
+         a.n == b.n && a.json_mode == b.json_mode && x.temperature == y.temperature && x.top_k == y.top_k &&
+         x.top_p == y.top_p && x.min_p == y.min_p && x.typical_p == y.typical_p &&
+         x.repeat_penalty == y.repeat_penalty && x.presence_penalty == y.presence_penalty &&
+         x.frequency_penalty == y.frequency_penalty && x.penalty_last_n == y.penalty_last_n &&
+         x.logit_bias == y.logit_bias && x.stop_tokens == y.stop_tokens && x.logprobs == y.logprobs &&
+         x.n_probs == y.n_probs;
 }
 
 namespace {
@@ -65,7 +66,21 @@ std::unique_ptr<Sequence> Engine::MakeSequence(RequestState* r, int32_t index, u
     s->detokenizer = std::make_unique<StreamingDetokenizer>(*tokenizer_, opts);
   }
   s->stop = std::make_unique<StopMatcher>(r->request.stop);
+  if (r->request.json_mode) s->constraint = std::make_unique<JsonConstraint>(JsonVocab(), params.stop_tokens);
   return s;
+}
+
+std::shared_ptr<const JsonVocabulary> Engine::JsonVocab() {
+  std::call_once(json_vocab_once_, [&] {
+    HERD_CHECK(tokenizer_ != nullptr);
+    // Ids past the tokenizer (padding of the output row) and control tokens have no text.
+    std::vector<std::string> pieces(static_cast<size_t>(model_->config().n_vocab));
+    for (int32_t id = 0; id < tokenizer_->n_tokens(); ++id) {
+      pieces[static_cast<size_t>(id)] = tokenizer_->TokenToPiece(id);
+    }
+    json_vocab_ = JsonVocabulary::Create(std::move(pieces));
+  });
+  return json_vocab_;
 }
 
 void Engine::Retire(RequestState* r) {
@@ -184,7 +199,8 @@ void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& e
   Retire(r);
 }
 
-void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now) {
+void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now,
+                            const Status& error) {
   RequestState* r = seq->request;
   if (seq->index == 0) r->finish = reason;
   scheduler_.Remove(seq);
@@ -193,6 +209,7 @@ void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text
   ev.index = seq->index;
   ev.time = now;
   ev.finish = reason;
+  ev.error = error;
   ev.text = std::move(text);
   ev.stop_string = seq->stop->matched_string();
   ev.usage = {seq->n_prompt, r->choices[0]->n_cached, seq->n_generated()};
@@ -212,6 +229,7 @@ void Engine::ForkChoices(Sequence* parent) {
     child->n_computed = parent->n_computed;
     child->n_cached = parent->n_cached;
     child->admitted_once = true;
+    if (parent->constraint != nullptr) child->constraint = parent->constraint->Clone();
     kv_.Fork(parent->id, child->id);
     Sequence* raw = child.get();
     r->choices.push_back(std::move(child));
@@ -261,7 +279,18 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
 
 void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now) {
   RequestState* r = seq->request;
+  if (seq->constraint != nullptr && seq->constraint->Mask(logits) == 0) {
+    FinishSequence(seq, FinishReason::kError, "", now,
+                   Internal("constrained decoding: no token of the vocabulary can continue the output"));
+    return;
+  }
   const SampledToken t = seq->sampler->Sample(logits);
+  if (seq->constraint != nullptr && !seq->constraint->Accept(t.id)) {
+    // Only when logit_bias banned every token the constraint allows.
+    FinishSequence(seq, FinishReason::kError, "", now,
+                   InvalidArgument("logit_bias bans every token that the response format allows here"));
+    return;
+  }
   seq->sampler->Accept(t.id);
   seq->tokens.push_back(t.id);
   ++stats_.generated_tokens;
@@ -280,7 +309,9 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
   ev.logprob = t.logprob;
   ev.top = t.top;
   if (!stop_token && seq->detokenizer != nullptr) ev.text = seq->stop->Push(seq->detokenizer->Push(t.id));
-  const bool stopped = stop_token || seq->stop->matched();
+  // A constrained output ends as soon as it is complete (JSON mode: the object is closed).
+  const bool stopped =
+      stop_token || seq->stop->matched() || (seq->constraint != nullptr && seq->constraint->IsComplete());
   const bool length =
       !stopped && (seq->n_generated() >= seq->max_tokens || static_cast<int32_t>(seq->tokens.size()) >= n_ctx_);
   if (!stop_token) r->Emit(ev);

@@ -37,6 +37,10 @@ struct GenerationRequest {
   bool truncate = false;
   int32_t truncate_keep = 0;
   std::vector<PrefixPin> pins;
+  // JSON object mode (sampling/json_constraint.h): every choice's text is a prefix of one JSON
+  // object; the choice ends (kStop) as soon as the object is complete, or at max_tokens (kLength,
+  // truncated JSON). Needs a tokenizer. Logprobs then describe the constrained distribution.
+  bool json_mode = false;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

@@ -13,6 +13,7 @@
 #include "engine/stop_matcher.h"
 #include "kv/kv_cache_manager.h"
 #include "sampling/sampler.h"
+#include "sampling/token_constraint.h"
 #include "tokenizer/detokenizer.h"
 
 namespace herd {
@@ -41,6 +42,7 @@ struct Sequence {
   std::optional<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detokenizer;  // null without a tokenizer
   std::unique_ptr<StopMatcher> stop;
+  std::unique_ptr<TokenConstraint> constraint;  // null unless the request constrains the output
 
   // Embedding sequences (Engine::SubmitEmbedding) run the prompt only: no sampler, detokenizer or
   // stop matcher; never take or register prefix-cache blocks. `pooled` ([n_embd]) accumulates
