@@ -54,6 +54,7 @@ Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOp
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  eo.metrics = o.metrics;
   HERD_ASSIGN_OR_RETURN(eo.cache_key, FileIdentityAt(o.path));
   HERD_ASSIGN_OR_RETURN(m->engine_, Engine::Create(m->model_.get(), m->cache_.get(), m->tokenizer_.get(), eo));
   m->prefix_cache_file_ = o.prefix_cache_file;

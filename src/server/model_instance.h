@@ -34,6 +34,9 @@ struct ModelInstanceOptions {
   // Pinned prefixes (Anthropic cache_control) are saved here when the model is unloaded and
   // loaded back at start, so agents' system prompts are warm after a restart. Empty: off.
   std::string prefix_cache_file;
+  // The engine records its metrics here (null: a new object). The registry gives each model name
+  // one object, so its counters survive unloads and reloads.
+  std::shared_ptr<EngineMetrics> metrics;
 };
 
 class ModelInstance {

@@ -57,6 +57,8 @@ bool ModelRegistry::Register(ModelEntry entry) {
   std::lock_guard lock(mu_);
   auto& place = slots_[slot->entry.name];
   if (place && place->state != ModelState::kUnloaded) return false;
+  // The name's metrics (an entry copied from another name must not share that one's).
+  slot->entry.load.metrics = place ? place->entry.load.metrics : std::make_shared<EngineMetrics>();
   place = std::move(slot);
   return true;
 }
@@ -83,6 +85,7 @@ void ModelRegistry::AddLoaded(std::unique_ptr<ModelInstance> model) {
   slot->entry.name = model->name();
   slot->entry.load.path = model->path();
   slot->entry.load.name = model->name();
+  slot->entry.load.metrics = model->engine().metrics();
   slot->entry.size_bytes = model->file_size();
   slot->entry.modified = model->created();
   slot->bytes = model->memory_bytes();

@@ -14,6 +14,9 @@
 //   and default to never unloading.
 // - Memory: a model's estimate is its file size (weights are used in place from the mapping)
 //   plus its KV pool; the sum over loading and loaded models never exceeds the budget.
+// - Metrics: each name gets one EngineMetrics (entry.load.metrics, also in ModelStatus::entry)
+//   that every load of the model records into, so counters survive unloads and reloads (and
+//   a re-Register of the same name); an unloaded model's gauges read 0.
 // - Costs: Acquire on a loaded model is a map lookup under one mutex; loads and unloads run on
 //   one background thread, never on the caller's.
 #pragma once
