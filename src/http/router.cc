@@ -34,6 +34,7 @@ Router::Router() {
 void Router::Add(std::string_view method, std::string_view pattern, HttpHandler handler) {
   Route route;
   route.method = std::string(method);
+  route.pattern = std::string(pattern);
   route.handler = std::move(handler);
   std::string_view p = pattern;
   if (p.size() >= 2 && p.substr(p.size() - 2) == "/*") {
@@ -101,7 +102,7 @@ HttpResponse Router::FormatError(int status, std::string_view message, const Htt
   return HttpResponse::Json(status, GenericErrorJson(status, message));
 }
 
-void Router::Dispatch(HttpRequest& request, const std::shared_ptr<Responder>& responder) const {
+void Router::Dispatch(HttpRequest& request, const std::shared_ptr<Responder>& original) const {
   const Route* found = nullptr;
   const Route* get_fallback = nullptr;
   std::string allow;
@@ -120,6 +121,8 @@ void Router::Dispatch(HttpRequest& request, const std::shared_ptr<Responder>& re
     if (allow.find(route.method) == std::string::npos) allow += (allow.empty() ? "" : ", ") + route.method;
   }
   if (!found) found = get_fallback;
+  std::shared_ptr<Responder> responder = original;
+  if (wrap_) responder = wrap_(request, found ? std::string_view(found->pattern) : std::string_view(), original);
   try {
     if (found) {
       found->handler(request, responder);

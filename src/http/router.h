@@ -34,6 +34,14 @@ using HttpHandler = std::function<void(HttpRequest& request, std::shared_ptr<Res
 using HttpErrorFormatter =
     std::function<HttpResponse(int status, std::string_view message, const HttpRequest& request)>;
 
+// Sees every dispatched request before its handler (request counters, access logs): gets the
+// request, the pattern of the route that matched ("" when none did: the 404/405 answers) and the
+// responder, and returns the responder the handler answers through — the same one, or a wrapper
+// that observes the answer and forwards it. Runs on the I/O thread; must not block or throw.
+// Transport errors answered before routing (400 unparseable, 408, 413, 431, 503) bypass it.
+using HttpResponderWrap = std::function<std::shared_ptr<Responder>(const HttpRequest& request, std::string_view pattern,
+                                                                   std::shared_ptr<Responder> responder)>;
+
 class Router {
  public:
   Router();
@@ -46,6 +54,8 @@ class Router {
   void SetNotFound(HttpHandler handler) { not_found_ = std::move(handler); }
   // Shapes every transport/router error (default: GenericErrorJson).
   void SetErrorFormatter(HttpErrorFormatter formatter) { error_formatter_ = std::move(formatter); }
+  // Wraps every dispatched request's responder (see HttpResponderWrap); replaces an earlier one.
+  void SetResponderWrap(HttpResponderWrap wrap) { wrap_ = std::move(wrap); }
 
   // Finds the route, fills request.path_params, runs the handler (catching exceptions).
   void Dispatch(HttpRequest& request, const std::shared_ptr<Responder>& responder) const;
@@ -59,6 +69,7 @@ class Router {
   };
   struct Route {
     std::string method;
+    std::string pattern;  // as registered
     std::vector<Segment> segments;
     bool prefix = false;  // pattern ended in "/*"
     HttpHandler handler;
@@ -71,6 +82,7 @@ class Router {
   std::vector<Route> routes_;
   HttpHandler not_found_;
   HttpErrorFormatter error_formatter_;
+  HttpResponderWrap wrap_;
 };
 
 }  // namespace herd

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace herd {
 namespace {
@@ -114,6 +116,47 @@ TEST(RouterTest, HooksAndExceptions) {
   d = Route(router, "GET", "/throw");
   EXPECT_EQ(d.status, 500);
   EXPECT_EQ(d.body, GenericErrorJson(500, "internal error"));
+}
+
+// A wrapper that records the route pattern and the status the handler answered with.
+class Recorder : public Responder {
+ public:
+  Recorder(std::shared_ptr<Responder> inner, std::string pattern, std::vector<std::string>* log)
+      : inner_(std::move(inner)), pattern_(std::move(pattern)), log_(log) {}
+  void Respond(HttpResponse r) override {
+    log_->push_back(pattern_ + " " + std::to_string(r.status));
+    inner_->Respond(std::move(r));
+  }
+  std::shared_ptr<ResponseStream> StartStream(int status, Headers h) override {
+    log_->push_back(pattern_ + " " + std::to_string(status));
+    return inner_->StartStream(status, std::move(h));
+  }
+  void OnCancel(std::function<void()> f) override { inner_->OnCancel(std::move(f)); }
+  bool cancelled() const override { return inner_->cancelled(); }
+
+ private:
+  std::shared_ptr<Responder> inner_;
+  std::string pattern_;
+  std::vector<std::string>* log_;
+};
+
+TEST(RouterTest, ResponderWrapSeesPatternAndAnswer) {
+  Router router;
+  router.Get("/v1/models/{id}", Reply("one"));
+  router.Post("/v1/models/{id}", Reply("posted"));
+  router.Get("/throw", [](HttpRequest&, std::shared_ptr<Responder>) { throw std::runtime_error("boom"); });
+  std::vector<std::string> log;
+  router.SetResponderWrap([&log](const HttpRequest&, std::string_view pattern, std::shared_ptr<Responder> r) {
+    return std::make_shared<Recorder>(std::move(r), std::string(pattern), &log);
+  });
+  EXPECT_EQ(Route(router, "GET", "/v1/models/a").body, "one");  // the answer still reaches the client
+  EXPECT_EQ(Route(router, "HEAD", "/v1/models/b").status, 200);
+  EXPECT_EQ(Route(router, "POST", "/v1/models/c").body, "posted");
+  EXPECT_EQ(Route(router, "GET", "/throw").status, 500);
+  EXPECT_EQ(Route(router, "GET", "/nowhere").status, 404);
+  EXPECT_EQ(Route(router, "DELETE", "/v1/models/a").status, 405);
+  EXPECT_EQ(log, (std::vector<std::string>{"/v1/models/{id} 200", "/v1/models/{id} 200", "/v1/models/{id} 200",
+                                           "/throw 500", " 404", " 405"}));
 }
 
 }  // namespace
