@@ -143,6 +143,7 @@ GenerationRequest ModelInstance::ToGenerationRequest(std::vector<int32_t> prompt
   s.n_probs = o.top_logprobs;
   r.stop = o.stop;
   r.n = o.n;
+  r.json_mode = o.json_object;
   return r;
 }
 

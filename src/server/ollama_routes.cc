@@ -127,11 +127,6 @@ void Chat(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> re
   api::ChatRequest chat;
   api::ApiError error;
   if (!ollama::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
-  if (chat.options.json_object) {
-    return RespondError(*responder, api::InvalidRequest("format \"json\" needs constrained decoding, which herd "
-                                                        "does not have yet",
-                                                        "format"));
-  }
   const std::string name = chat.model;
   const bool empty = chat.messages.empty();
   WithModel(models, name, chat.keep_alive_seconds, empty, responder,
@@ -157,11 +152,6 @@ void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
     return RespondError(*responder, api::InvalidRequest("template overrides (Go templates) are not supported yet; "
                                                         "use raw with a rendered prompt",
                                                         "template"));
-  }
-  if (gen.options.json_object) {
-    return RespondError(*responder, api::InvalidRequest("format \"json\" needs constrained decoding, which herd "
-                                                        "does not have yet",
-                                                        "format"));
   }
   const std::string name = gen.model;
   const bool empty = gen.prompt.empty();

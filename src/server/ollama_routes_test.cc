@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sampling/json_recognizer.h"
 #include "server/server_test_util.h"
 
 namespace herd::server {
@@ -98,6 +99,33 @@ TEST_F(OllamaRoutesTest, ListingVersionRootAndErrors) {
   auto load = Call("POST", "/api/chat", R"({"model": "tiny", "stream": false})");
   EXPECT_EQ(load.status, 200);
   EXPECT_EQ(json::parse(load.body)["done_reason"], "load");
+}
+
+TEST_F(OllamaRoutesTest, FormatJsonGivesAJsonObject) {
+  for (const char* path : {"/api/chat", "/api/generate"}) {
+    const std::string input = std::string(path) == "/api/chat"
+                                  ? R"("messages": [{"role": "user", "content": "JSON please"}])"
+                                  : R"("prompt": "JSON please")";
+    auto r = Call("POST", path,
+                  R"({"model": "tiny", )" + input +
+                      R"(, "format": "json", "stream": false, "options": {"temperature": 0, "num_predict": 60}})");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json j = json::parse(r.body);
+    const std::string content = std::string(path) == "/api/chat" ? j["message"]["content"] : j["response"];
+    if (j["done_reason"] == "stop") {
+      const json parsed = json::parse(content, nullptr, false);
+      ASSERT_FALSE(parsed.is_discarded()) << content;
+      EXPECT_TRUE(parsed.is_object()) << content;
+    } else {
+      EXPECT_EQ(j["done_reason"], "length");
+      JsonRecognizer prefix;
+      EXPECT_TRUE(prefix.Feed(content)) << content;
+      EXPECT_FALSE(prefix.complete()) << content;
+    }
+  }
+  auto schema = Call("POST", "/api/chat", R"({"model": "tiny", "messages": [], "format": {"type": "object"}})");
+  EXPECT_EQ(schema.status, 400);
+  EXPECT_NE(json::parse(schema.body)["error"].get<std::string>().find("schema"), std::string::npos);
 }
 
 }  // namespace

@@ -131,11 +131,6 @@ void ChatCompletions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Re
 
 void StartChat(ModelLease model, const api::ChatRequest& chat, const std::shared_ptr<Responder>& responder) {
   api::ApiError error;
-  if (chat.options.json_object) {
-    return RespondError(*responder, api::InvalidRequest("response_format json_object needs constrained decoding, "
-                                                        "which herd does not have yet",
-                                                        "response_format"));
-  }
   std::vector<int32_t> prompt;
   if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
   auto submitted = model->engine().Submit(model->ToGenerationRequest(std::move(prompt), chat.options, -1));

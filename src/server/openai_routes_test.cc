@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "protocols/openai/openapi_check.h"
+#include "sampling/json_recognizer.h"
 #include "server/server_test_util.h"
 
 namespace herd::server {
@@ -106,6 +107,32 @@ TEST_F(OpenAiRoutesTest, ErrorsHaveTheOpenAiShape) {
                        R"({"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 100000})");
   EXPECT_EQ(too_long.status, 400);
   EXPECT_EQ(json::parse(too_long.body)["error"]["code"], "context_length_exceeded");
+}
+
+TEST_F(OpenAiRoutesTest, JsonObjectResponseFormatGivesAJsonObject) {
+  // The bias on the tiny vocabulary's '"', '}' and ']' byte tokens makes the random model close
+  // strings and containers; either way the content is an object, or a valid prefix of one.
+  const std::string body = R"({"model": "tiny", "messages": [{"role": "user", "content": "JSON please"}],
+    "max_tokens": 120, "temperature": 0, "response_format": {"type": "json_object"},
+    "logit_bias": {"37": 3, "128": 1.5, "96": 1.5}})";
+  auto r = Call("POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  const std::string content = j["choices"][0]["message"]["content"];
+  if (j["choices"][0]["finish_reason"] == "stop") {
+    const json parsed = json::parse(content, nullptr, false);
+    ASSERT_FALSE(parsed.is_discarded()) << content;
+    EXPECT_TRUE(parsed.is_object()) << content;
+  } else {
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    JsonRecognizer prefix;
+    EXPECT_TRUE(prefix.Feed(content)) << content;
+  }
+  auto schema = Call("POST", "/v1/chat/completions",
+                     R"({"model": "tiny", "messages": [{"role": "user", "content": "x"}],
+                         "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}})");
+  EXPECT_EQ(schema.status, 400);
+  EXPECT_EQ(json::parse(schema.body)["error"]["param"], "response_format.type");
 }
 
 }  // namespace
