@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all setup configure build serve test bench format tidy clean
+.PHONY: all setup configure build serve test sdk-deps bench format tidy clean
 
 all: build
 
@@ -20,9 +20,14 @@ build: configure
 serve: build
 	./$(BUILD_DIR)/bin/herd serve $(ARGS)
 
-test: build
+test: build sdk-deps
 	@python3 tools/check_layers.py
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE slow
+
+# The pinned npm SDKs for the SDK end-to-end tests (ctest label sdk): npm ci from
+# tests/sdk/package-lock.json unless node_modules is current; a note and nothing else without node.
+sdk-deps: setup
+	@bash tests/sdk/run.sh --install
 
 bench: build
 	./$(BUILD_DIR)/bin/herd bench-model -m $(MODEL) -p 256 -n 128 -r 3
