@@ -76,6 +76,23 @@ TEST(OllamaApiTest, ErrorsAreOllamaShaped) {
   EXPECT_FALSE(ParseGenerateRequest(json::parse(R"({"model": "m", "suffix": "end"})"), &g, &e));
 }
 
+TEST(OllamaApiTest, FormatJsonOrNothingSchemasNotYet) {
+  for (const auto& [format, json_object] :
+       {std::pair<const char*, bool>{R"("json")", true}, {R"("")", false}, {"null", false}}) {
+    api::ChatRequest r;
+    api::ApiError e;
+    ASSERT_TRUE(ParseChatRequest(json::parse(std::string(R"({"model": "m", "format": )") + format + "}"), &r, &e))
+        << e.message;
+    EXPECT_EQ(r.options.json_object, json_object) << format;
+  }
+  api::CompletionRequest g;
+  api::ApiError e;
+  EXPECT_FALSE(ParseGenerateRequest(
+      json::parse(R"({"model": "m", "prompt": "p", "format": {"type": "object", "properties": {}}})"), &g, &e));
+  EXPECT_EQ(e.param, "format");
+  EXPECT_NE(e.message.find("not supported yet"), std::string::npos) << e.message;
+}
+
 TEST(OllamaApiTest, Durations) {
   double s = 0;
   EXPECT_TRUE(ParseDuration("5m", &s));

@@ -110,6 +110,22 @@ TEST(OpenAiChatRequestTest, ErrorsNameTheParameter) {
   EXPECT_EQ(Reject(no_messages).param, "messages");
 }
 
+TEST(OpenAiChatRequestTest, ResponseFormatTextAndJsonObjectAreAcceptedJsonSchemaIsNotYet) {
+  for (const auto& [type, json_object] : {std::pair<const char*, bool>{"text", false}, {"json_object", true}}) {
+    json body = Minimal();
+    body["response_format"] = {{"type", type}};
+    api::ChatRequest r;
+    api::ApiError e;
+    ASSERT_TRUE(ParseChatRequest(body, &r, &e)) << e.message;
+    EXPECT_EQ(r.options.json_object, json_object) << type;
+  }
+  json schema = Minimal();
+  schema["response_format"] = json::parse(R"({"type": "json_schema", "json_schema": {"name": "x", "schema": {}}})");
+  const api::ApiError e = Reject(schema);
+  EXPECT_EQ(e.param, "response_format.type");
+  EXPECT_NE(e.message.find("not supported yet"), std::string::npos) << e.message;
+}
+
 TEST(OpenAiChatRequestTest, ErrorBodyHasTheOpenAiShape) {
   const json body = ErrorBody(api::InvalidRequest("temperature must be in [0, 2], got 3", "temperature"));
   EXPECT_EQ(body.dump(),
