@@ -55,16 +55,28 @@ struct ChatRequest {
   std::optional<double> keep_alive_seconds;  // Ollama keep_alive (< 0: keep loaded; 0: unload after)
 };
 
+// A prompt or input given as text or as token ids (OpenAI completions and embeddings accept both).
+struct PromptInput {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool is_tokens = false;
+};
+
 // A raw-prompt completion (OpenAI /v1/completions, Ollama /api/generate).
 struct CompletionRequest {
   std::string model;
-  std::string prompt;
+  std::string prompt;             // Ollama's one prompt
   std::string system;             // Ollama system override
   std::string template_override;  // Ollama template override (Go template syntax: not supported yet)
   bool raw = false;               // Ollama raw: no template applied
-  GenerationOptions options;
+  GenerationOptions options;      // OpenAI logprobs N: options.logprobs with top_logprobs = N
   bool stream = false;
   std::optional<double> keep_alive_seconds;
+  // OpenAI: one or more prompts, each completed options.n times (choice index = prompt * n + i).
+  std::vector<PromptInput> prompts;
+  bool echo = false;           // the prompt's text (and tokens, with logprobs) precede each choice's
+  bool include_usage = false;  // stream_options.include_usage
+  std::string user;
 };
 
 }  // namespace herd::api
