@@ -57,6 +57,10 @@ export async function startHerd(extraArgs = []) {
       clearTimeout(timer);
       reject(new Error(`herd exited (${code}) before serving:\n${out}${log}`));
     });
+  }).catch(async (err) => {
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
   });
   child.stdout.resume();
   return {
