@@ -7,6 +7,7 @@
 #include "protocols/openai/chat_request.h"
 #include "protocols/openai/chat_response.h"
 #include "server/exchange_util.h"
+#include "tokenizer/detokenizer.h"
 
 namespace herd::server {
 namespace {
@@ -48,14 +49,18 @@ struct ChatExchange {
 
   openai::TokenLogprobOut Logprob(int32_t id, float lp, const std::vector<TokenLogprob>& top) const {
     openai::TokenLogprobOut t;
-    t.token = model->tokenizer().TokenToPiece(id);
+    // A byte-level token may be part of a character: `token` must be valid UTF-8 (JSON), so
+    // malformed bytes become U+FFFD there; `bytes` carries the exact bytes, as OpenAI does.
+    const std::string piece = model->tokenizer().TokenToPiece(id);
+    t.token = SanitizeUtf8(piece);
     t.logprob = lp;
-    t.bytes.assign(t.token.begin(), t.token.end());
+    t.bytes.assign(piece.begin(), piece.end());
     for (const auto& alt : top) {
       openai::TokenLogprobOut a;
-      a.token = model->tokenizer().TokenToPiece(alt.id);
+      const std::string alt_piece = model->tokenizer().TokenToPiece(alt.id);
+      a.token = SanitizeUtf8(alt_piece);
       a.logprob = alt.logprob;
-      a.bytes.assign(a.token.begin(), a.token.end());
+      a.bytes.assign(alt_piece.begin(), alt_piece.end());
       t.top.push_back(std::move(a));
     }
     return t;

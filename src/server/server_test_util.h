@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "http/http_server.h"
 #include "http/test_client.h"
@@ -43,6 +44,19 @@ class ServerHarness {
   ~ServerHarness() { server_->Stop(std::chrono::milliseconds(1000)); }
 
   uint16_t port() const { return server_->port(); }
+  server::ModelRegistry& registry() { return models_; }
+
+  // Model leases still held (requests in flight), after waiting up to 10 s for them to end.
+  int32_t ActiveLeasesAfterWait() {
+    int32_t active = 0;
+    for (int i = 0; i < 1000; ++i) {
+      active = 0;
+      for (const auto& s : models_.Status()) active += s.active_leases;
+      if (active == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return active;
+  }
 
   // One request on a fresh connection (Connection: close); `headers` are extra "Name: value\r\n" lines.
   TestResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
