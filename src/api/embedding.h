@@ -15,6 +15,7 @@ struct EmbeddingRequest {
   std::vector<PromptInput> inputs;    // one vector each, in order
   bool base64 = false;                // OpenAI encoding_format "base64": little-endian float32 bytes
   std::optional<int32_t> dimensions;  // must equal the model's embedding size when given
+  bool normalize = true;              // L2 (Ollama's legacy /api/embeddings returns raw vectors)
   // Inputs longer than the context: cut to fit (Ollama's default) or an error (OpenAI's).
   bool truncate = false;
   std::optional<int32_t> num_ctx;  // Ollama options.num_ctx: truncation length (within the served context)
