@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   libtomlplusplus-dev               # herd serve --config (TOML)
   libboost1.81-dev                  # Boost.Beast/Asio (header-only) for src/http
+  libssl-dev                        # OpenSSL: sha256 of pulled blobs, TLS to https registries
   g++-aarch64-linux-gnu qemu-user   # the NEON kernels are cross-built and tested under qemu
 )
 
