@@ -147,6 +147,7 @@ std::vector<ModelStatus> ModelRegistry::Status() const {
     st.active_leases = s->active;
     st.memory_bytes = s->instance ? s->instance->memory_bytes() : s->bytes;
     st.loaded_at = s->loaded_at;
+    st.n_ctx = s->instance ? s->instance->n_ctx() : 0;
     if (s->state == ModelState::kLoaded && s->active == 0) {
       st.expires_at = (s->fixed || !s->expires)
                           ? -1

@@ -57,6 +57,7 @@ struct ModelStatus {
   // Unix seconds at which an idle model unloads; 0 while in use, -1 when kept loaded forever.
   int64_t expires_at = 0;
   int64_t loaded_at = 0;
+  int32_t n_ctx = 0;  // the loaded engine's context length; 0 while not loaded
 };
 
 class ModelRegistry {
