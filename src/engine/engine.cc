@@ -57,7 +57,7 @@ Engine::Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const E
   stats_.total_blocks = cache->config().n_blocks;
   stats_.free_blocks = kv_.free_blocks();
   published_ = stats_;
-  PublishMetrics(stats_);
+  PublishMetrics();
 }
 
 Engine::~Engine() {
@@ -69,7 +69,13 @@ Engine::~Engine() {
   metrics_->OnStep({}, 0, 0, 0, 0);  // the metrics may outlive the engine: nothing runs any more
 }
 
-void Engine::PublishMetrics(const EngineStats& before) {
+void Engine::PublishMetrics() {
+  stats_.prefix = kv_.stats();
+  stats_.running = static_cast<int32_t>(scheduler_.running().size());
+  stats_.waiting = static_cast<int32_t>(scheduler_.waiting().size());
+  stats_.free_blocks = kv_.free_blocks();
+  stats_.pinned_blocks = kv_.pinned_blocks();
+  const EngineStats& before = metrics_base_;
   EngineMetrics::StepDelta d;
   d.prompt_tokens_computed = stats_.prompt_tokens_computed - before.prompt_tokens_computed;
   d.generation_tokens = stats_.generated_tokens - before.generated_tokens;
@@ -77,6 +83,7 @@ void Engine::PublishMetrics(const EngineStats& before) {
   d.prefix_queries = stats_.prefix.queried_tokens - before.prefix.queried_tokens;
   d.prefix_hits = stats_.prefix.hit_tokens - before.prefix.hit_tokens;
   metrics_->OnStep(d, stats_.running, stats_.waiting, stats_.total_blocks - stats_.free_blocks, stats_.total_blocks);
+  metrics_base_ = stats_;
 }
 
 void Engine::Start() {
@@ -217,7 +224,6 @@ void Engine::ApplyInbox() {
 }
 
 bool Engine::Step() {
-  const EngineStats before = stats_;
   ApplyInbox();
   kv_.ExpirePins(KvClock::now());
   const SchedulerStep step = scheduler_.Schedule();
@@ -260,12 +266,7 @@ bool Engine::Step() {
       stats_.decode_step_tokens += static_cast<int64_t>(step.chunks.size());
     }
   }
-  stats_.prefix = kv_.stats();
-  stats_.running = static_cast<int32_t>(scheduler_.running().size());
-  stats_.waiting = static_cast<int32_t>(scheduler_.waiting().size());
-  stats_.free_blocks = kv_.free_blocks();
-  stats_.pinned_blocks = kv_.pinned_blocks();
-  PublishMetrics(before);
+  PublishMetrics();
   {
     std::lock_guard lock(mu_);
     published_ = stats_;

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "engine/engine_metrics.h"
 #include "engine/embedding.h"
+#include "engine/engine_metrics.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
@@ -139,11 +139,13 @@ class Engine {
   // The vocabulary prepared for JSON mode: built on first use (thread-safe), shared by all requests.
   std::shared_ptr<const JsonVocabulary> JsonVocab();
   std::unique_ptr<Sequence> MakeSequence(RequestState* r, int32_t index, uint64_t seed);
+  // Refreshes stats_'s gauges and adds what stats_ gained since the last call to metrics_. After
+  // each step, and when a request ends (before its client can see the end).
+  void PublishMetrics();
   // Embedding requests (embedding.cc). Enqueue: the queue limit, an id and a stream, the inbox.
   Result<std::shared_ptr<RequestStream>> Enqueue(std::unique_ptr<RequestState> state);
   void AdmitEmbedding(std::unique_ptr<RequestState> r);
   void AfterEmbedding(const StepOutput& out);
-  void PublishMetrics(const EngineStats& before);  // after a step: deltas and gauges
 
   Model* model_;
   KvCache* cache_;
@@ -156,6 +158,7 @@ class Engine {
   Scheduler scheduler_;
   ModelRunner runner_;
   std::shared_ptr<EngineMetrics> metrics_;
+  EngineStats metrics_base_;  // stats_ as of the last PublishMetrics
 
   // Engine-thread state.
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;

@@ -143,6 +143,26 @@ TEST(EngineMetricsTest, CountersSurviveTheEngineGaugesDoNot) {
   EXPECT_EQ(s.total_blocks, kBlocks);
 }
 
+TEST(EngineMetricsTest, CompleteWhenTheClientSeesTheEnd) {
+  // With the engine on its own thread, a reader that saw its stream end finds its request in
+  // the metrics (recorded before the stream closes, not at the end of the step).
+  Fixture f = Make();
+  f.engine->Start();
+  for (int i = 1; i <= 5; ++i) {
+    auto stream = f.engine->Submit(Greedy(10 + i, 9, 4)).value();
+    EngineEvent ev;
+    while (stream->Next(&ev)) {
+    }
+    const EngineMetricsSnapshot s = f.engine->metrics()->Snapshot();
+    EXPECT_EQ(s.e2e.count, static_cast<uint64_t>(i));
+    EXPECT_EQ(s.generation_tokens, 4 * i);
+    EXPECT_EQ(s.prompt_tokens, 9 * i);
+    EXPECT_EQ(s.running, 0);
+    EXPECT_EQ(s.used_blocks, 0);
+  }
+  f.engine->Stop();
+}
+
 TEST(EngineMetricsTest, PreemptionsAreCounted) {
   // 32 blocks of 16 tokens; three requests that each grow to 14 blocks cannot all stay.
   Fixture f = Make();

@@ -85,6 +85,7 @@ std::shared_ptr<const JsonVocabulary> Engine::JsonVocab() {
 
 void Engine::Retire(RequestState* r) {
   RecordRequestEnd(*r, *metrics_);
+  PublishMetrics();  // a client that sees its request end sees it in the metrics too
   for (auto& sub : r->subscribers) {
     sub.stream->Close();
     aliases_.erase(sub.id);
