@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "protocols/ollama/ollama_api.h"
+#include "server/embedding_routes.h"
 #include "server/exchange_util.h"
 #include "server/ollama_admin_routes.h"
 
@@ -185,6 +186,7 @@ void AddOllamaRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys)
   router.Post("/api/generate", RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
                 Generate(models, req, r);
               }));
+  AddOllamaEmbeddingRoutes(router, models, keys);  // /api/embed, /api/embeddings
   AddOllamaAdminRoutes(router, models, keys);  // show, ps, copy, delete, pull
   router.Get("/api/version", [](HttpRequest&, std::shared_ptr<Responder> r) {
     r->Respond(HttpResponse::Json(200, json{{"version", kVersion}}.dump()));

@@ -6,6 +6,8 @@
 
 #include "protocols/openai/chat_request.h"
 #include "protocols/openai/chat_response.h"
+#include "server/completion_routes.h"
+#include "server/embedding_routes.h"
 #include "server/exchange_util.h"
 #include "tokenizer/detokenizer.h"
 
@@ -164,6 +166,8 @@ void AddOpenAiRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys)
               RequireKey(keys, reject, [&models](HttpRequest& req, std::shared_ptr<Responder> r) {
                 ChatCompletions(models, req, std::move(r));
               }));
+  AddCompletionRoutes(router, models, keys);       // /v1/completions
+  AddOpenAiEmbeddingRoutes(router, models, keys);  // /v1/embeddings
   router.Get("/v1/models", RequireKey(keys, reject, [&models](HttpRequest&, std::shared_ptr<Responder> r) {
                json data = json::array();
                for (const auto& m : models.Entries()) data.push_back(ModelJson(m));
