@@ -82,6 +82,18 @@ ModelInstance::~ModelInstance() {
 
 bool ModelInstance::Render(const api::ChatRequest& request, size_t n_messages, bool generation_prompt,
                            std::vector<int32_t>* tokens, api::ApiError* error) const {
+  std::string text;
+  if (!RenderText(request, n_messages, generation_prompt, &text, error)) return false;
+  const Vocab& v = tokenizer_->vocab();
+  *tokens = tokenizer_->Encode(text, /*add_special=*/false, /*parse_special=*/true);
+  if (v.add_bos && v.bos != kNoToken && (tokens->empty() || tokens->front() != v.bos)) {
+    tokens->insert(tokens->begin(), v.bos);
+  }
+  return true;
+}
+
+bool ModelInstance::RenderText(const api::ChatRequest& request, size_t n_messages, bool generation_prompt,
+                               std::string* out, api::ApiError* error) const {
   chat::ChatContext ctx;
   for (size_t i = 0; i < n_messages && i < request.messages.size(); ++i) {
     const api::ChatMessage& m = request.messages[i];
@@ -100,11 +112,12 @@ bool ModelInstance::Render(const api::ChatRequest& request, size_t n_messages, b
     *error = api::InvalidRequest("the model's chat template failed: " + text.status().message(), "messages");
     return false;
   }
-  *tokens = tokenizer_->Encode(*text, /*add_special=*/false, /*parse_special=*/true);
-  if (v.add_bos && v.bos != kNoToken && (tokens->empty() || tokens->front() != v.bos)) {
-    tokens->insert(tokens->begin(), v.bos);
-  }
+  *out = std::move(text).value();
   return true;
+}
+
+bool ModelInstance::ChatText(const api::ChatRequest& request, std::string* text, api::ApiError* error) const {
+  return RenderText(request, request.messages.size(), true, text, error);
 }
 
 bool ModelInstance::ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens,

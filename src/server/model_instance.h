@@ -67,6 +67,9 @@ class ModelInstance {
   // The chat rendered with the model's template (generation prompt on) and tokenized with
   // special tokens parsed; BOS added when the vocabulary wants it and the text lacks it.
   bool ChatPrompt(const api::ChatRequest& request, std::vector<int32_t>* tokens, api::ApiError* error) const;
+  // The text ChatPrompt tokenizes: the chat rendered with the model's template, generation
+  // prompt on (POST /apply-template).
+  bool ChatText(const api::ChatRequest& request, std::string* text, api::ApiError* error) const;
 
   // Tokens of the prompt prefix that ends with messages[0, n_messages) (no generation prompt),
   // clipped to the part that is a prefix of `full` (for cache breakpoints / pins).
@@ -81,6 +84,8 @@ class ModelInstance {
   ModelInstance() = default;
   bool Render(const api::ChatRequest& request, size_t n_messages, bool generation_prompt, std::vector<int32_t>* tokens,
               api::ApiError* error) const;
+  bool RenderText(const api::ChatRequest& request, size_t n_messages, bool generation_prompt, std::string* out,
+                  api::ApiError* error) const;
   std::string name_;
   std::string path_;
   std::string prefix_cache_file_;
