@@ -86,6 +86,10 @@ const Case kCases[] = {
   {"ollama_root", "GET", "/", ""},
   {"ollama_root_head", "HEAD", "/", ""},
   {"unknown_route", "GET", "/v2/nothing", ""},
+  {"ollama_unknown_route", "GET", "/api/nothing", ""},
+  {"ollama_wrong_method", "GET", "/api/chat", ""},
+  {"anthropic_wrong_method", "GET", "/v1/messages", ""},
+  {"ollama_latest_suffix", "POST", "/api/generate", R"({"model":"tiny:latest"})"},
 };
 // clang-format on
 

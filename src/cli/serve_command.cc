@@ -14,6 +14,7 @@
 #include "cli/serve_config.h"
 #include "http/http_server.h"
 #include "server/anthropic_routes.h"
+#include "server/exchange_util.h"
 #include "server/ollama_routes.h"
 #include "server/openai_routes.h"
 
@@ -147,6 +148,7 @@ void Serve(const ServeOptions& o) {
     if (!loaded.ok()) Fail(loaded.message());
   }
   Router router;
+  router.SetErrorFormatter(server::TransportErrorInApiShape);
   server::AddOpenAiRoutes(router, models, &keys);
   server::AddAnthropicRoutes(router, models, &keys);
   server::AddOllamaRoutes(router, models, &keys);

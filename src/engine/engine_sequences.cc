@@ -309,6 +309,7 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
   ev.token = t.id;
   ev.logprob = t.logprob;
   ev.top = t.top;
+  ev.usage = {seq->n_prompt, r->choices[0]->n_cached, seq->n_generated()};
   if (!stop_token && seq->detokenizer != nullptr) ev.text = seq->stop->Push(seq->detokenizer->Push(t.id));
   // A constrained output ends as soon as it is complete (JSON mode: the object is closed).
   const bool stopped =

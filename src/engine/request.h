@@ -73,7 +73,7 @@ struct EngineEvent {
   FinishReason finish = FinishReason::kStop;
   std::string stop_string;  // the stop string that ended it, if any
   Status error;             // kError only
-  Usage usage;
+  Usage usage;              // kFinished: the choice's totals; kToken: so far (prompt and cached final)
   RequestTimings timings;
   std::vector<float> embedding;  // kFinished of an embedding request (kStop): the pooled vector [n_embd]
 };

@@ -56,18 +56,21 @@ struct MessageExchange {
 
   anthropic::MessageUsage Usage(const EngineEvent& fin) const {
     anthropic::MessageUsage u;
+    // Anthropic: the prompt = input_tokens + cache_creation_input_tokens + cache_read_input_tokens.
     u.cache_read_input_tokens = fin.usage.cached_tokens;
-    u.input_tokens = fin.usage.prompt_tokens - fin.usage.cached_tokens;
     u.cache_creation_input_tokens = std::max(0, pinned_tokens - fin.usage.cached_tokens);
+    u.input_tokens = fin.usage.prompt_tokens - u.cache_read_input_tokens - u.cache_creation_input_tokens;
     u.output_tokens = fin.usage.completion_tokens;
     return u;
   }
 
-  void Start() {
+  // message_start waits for the first engine event, which knows the prefix-cache hit, so its
+  // usage splits the prompt as message_delta's does.
+  void Start(const EngineEvent& first) {
     if (started || !stream) return;
     started = true;
-    anthropic::MessageUsage u;
-    u.input_tokens = prompt_tokens;
+    anthropic::MessageUsage u = Usage(first);
+    u.output_tokens = 0;
     sse->Write(anthropic::SseEvent(anthropic::MessageStart(id, model, u)));
     sse->Write(anthropic::SseEvent(anthropic::ContentBlockStart(0)));
     sse->Write(anthropic::SseEvent(anthropic::Ping()));
@@ -76,9 +79,9 @@ struct MessageExchange {
   void Drain() {
     std::lock_guard lock(mu);
     if (done) return;
-    Start();
     EngineEvent ev;
     while (events->TryNext(&ev)) {
+      Start(ev);
       if (stream && !ev.text.empty()) sse->Write(anthropic::SseEvent(anthropic::TextDelta(0, ev.text)));
       if (!stream) text += ev.text;
       if (ev.kind != EngineEvent::Kind::kFinished) continue;

@@ -84,13 +84,17 @@ TEST_F(AnthropicRoutesTest, CacheControlPinsThePrefixAndUsageSaysSo) {
   }
   const json again = json::parse(Post("/v1/messages", Request(false, true, 'q').dump()).body);
   EXPECT_GE(again["usage"]["cache_read_input_tokens"].get<int>(), 16) << again.dump();
-  EXPECT_EQ(again["usage"]["cache_read_input_tokens"].get<int>() + again["usage"]["input_tokens"].get<int>(),
-            first["usage"]["cache_read_input_tokens"].get<int>() + first["usage"]["input_tokens"].get<int>());
+  // Anthropic's accounting: input_tokens + cache_creation_input_tokens + cache_read_input_tokens
+  // is the whole prompt, each token counted once.
+  const auto total = [](const json& u) {
+    return u["input_tokens"].get<int>() + u["cache_creation_input_tokens"].get<int>() +
+           u["cache_read_input_tokens"].get<int>();
+  };
   json count = Request(false, true, 'q');
   count.erase("max_tokens");
   const json counted = json::parse(Post("/v1/messages/count_tokens", count.dump()).body);
-  EXPECT_EQ(counted["input_tokens"].get<int>(),
-            first["usage"]["cache_read_input_tokens"].get<int>() + first["usage"]["input_tokens"].get<int>());
+  EXPECT_EQ(total(first["usage"]), counted["input_tokens"].get<int>()) << first.dump();
+  EXPECT_EQ(total(again["usage"]), counted["input_tokens"].get<int>()) << again.dump();
 }
 
 // A pinned prefix survives a restart through ModelInstanceOptions::prefix_cache_file.

@@ -7,6 +7,7 @@
 
 #include "api/api_error.h"
 #include "engine/engine.h"
+#include "http/http_message.h"
 #include "http/responder.h"
 
 namespace herd::server {
@@ -14,6 +15,11 @@ namespace herd::server {
 // An error response: `body` in the API's shape with `status`; kinds that a client should retry
 // (overloaded, unavailable) carry Retry-After.
 HttpResponse ErrorResponse(int status, std::string body, api::ErrorKind kind);
+
+// Errors the HTTP layer answers itself (unknown route 404, 405, 413, 408, malformed requests), in
+// the shape of the API the path belongs to: /api/* Ollama, /v1/messages* Anthropic, else OpenAI.
+// Install with Router::SetErrorFormatter.
+HttpResponse TransportErrorInApiShape(int status, std::string_view message, const HttpRequest& request);
 
 // "<prefix><48-bit time><16-bit counter>" in hex, unique within the process (chatcmpl-..., msg_...).
 std::string NewResponseId(std::string_view prefix);

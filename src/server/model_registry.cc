@@ -45,6 +45,18 @@ ModelRegistry::~ModelRegistry() {
   }
   cv_.notify_all();
   if (loader_.joinable()) loader_.join();
+  // Unload every model before checking leases: stopping an engine ends its in-flight requests
+  // (kCancelled), and a response that just finished may still hold its lease on the engine
+  // thread until that thread returns; both release their leases here (Release needs the slots,
+  // which live until the end of this destructor).
+  std::vector<std::unique_ptr<ModelInstance>> instances;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, s] : slots_) {
+      if (s->instance) instances.push_back(std::move(s->instance));
+    }
+  }
+  instances.clear();
   for (auto& [name, s] : slots_) HERD_CHECK_MSG(s->active == 0, "a model lease outlived the registry");
 }
 
@@ -117,7 +129,11 @@ void ModelRegistry::Start() {
 
 ModelRegistry::Slot* ModelRegistry::FindSlot(const std::string& name) const {
   auto it = slots_.find(name);
-  if (it == slots_.end()) it = slots_.find(OllamaFullName(name));
+  if (it == slots_.end()) it = slots_.find(OllamaFullName(name));  // "llama3" names "llama3:latest"
+  constexpr std::string_view kLatest = ":latest";                  // and "tiny:latest" names "tiny"
+  if (it == slots_.end() && name.size() > kLatest.size() && name.ends_with(kLatest)) {
+    it = slots_.find(name.substr(0, name.size() - kLatest.size()));
+  }
   return it == slots_.end() ? nullptr : it->second.get();
 }
 

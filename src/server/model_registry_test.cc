@@ -92,6 +92,9 @@ TEST(ModelRegistryTest, UnknownModelIsNotFoundAndOllamaNamesResolve) {
   EXPECT_TRUE(r.Find("llama3").has_value());
   EXPECT_EQ(r.Find("llama3")->name, "llama3:latest");
   EXPECT_NE(AcquireNow(r, "llama3").lease, nullptr);
+  ASSERT_TRUE(r.Register(Entry("tiny")));
+  EXPECT_EQ(r.Find("tiny:latest")->name, "tiny");
+  EXPECT_FALSE(r.Find("tiny:8b").has_value());
 }
 
 TEST(ModelRegistryTest, KeepAliveZeroUnloadsWhenTheLastLeaseGoes) {

@@ -13,6 +13,7 @@
 #include "http/http_server.h"
 #include "http/test_client.h"
 #include "model/test_models.h"
+#include "server/exchange_util.h"
 #include "server/model_registry.h"
 
 namespace herd::testing {
@@ -34,6 +35,7 @@ class ServerHarness {
       if (m.ok()) models_.AddLoaded(std::move(m).value());
     }
     Router router;
+    router.SetErrorFormatter(server::TransportErrorInApiShape);
     add_routes(router, models_);
     HttpServerConfig c;
     c.port = 0;
