@@ -111,11 +111,8 @@ test('messages.stream helper: events and finalMessage', async () => {
 });
 
 // Clients such as LangChain take input usage from message_start and output usage from
-// message_delta. herd sends message_start before the engine has looked up the prefix cache, so with
-// a cache hit its input_tokens there is the whole prompt and cache_read_input_tokens 0.
-test('stream: message_start usage agrees with message_delta usage on a cache hit', {
-  todo: 'herd: message_start is written before the prefix-cache lookup (src/server/anthropic_routes.cc Start())',
-}, async () => {
+// message_delta, so message_start must already split the prompt by the prefix-cache hit.
+test('stream: message_start usage agrees with message_delta usage on a cache hit', async () => {
   const req = { model: MODEL, max_tokens: 2, messages, stream: true };
   for await (const ev of await client.messages.create(req)); // warm the prefix cache
   const events = [];
@@ -159,10 +156,8 @@ test('cache_control: cache creation, then cache read', async () => {
 });
 
 // Anthropic's usage: the whole prompt is input_tokens + cache_creation_input_tokens +
-// cache_read_input_tokens. herd counts the tokens it writes to the cache twice (in input_tokens too).
-test('cache_control: usage adds up when the cache is written', {
-  todo: 'herd bug: input_tokens includes cache_creation_input_tokens (src/server/anthropic_routes.cc Usage())',
-}, async () => {
+// cache_read_input_tokens, each token counted once.
+test('cache_control: usage adds up when the cache is written', async () => {
   const system = [{ type: 'text', text: `Fresh prefix. ${LONG_SYSTEM}`, cache_control: { type: 'ephemeral' } }];
   const msg = await client.messages.create({ model: MODEL, max_tokens: 2, system, messages });
   const { input_tokens } = await client.messages.countTokens({ model: MODEL, system, messages });

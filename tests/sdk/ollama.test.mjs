@@ -140,7 +140,7 @@ test('unknown model is a ResponseError with status 404', async () => {
 });
 
 // Ollama names carry a tag; "name" and "name:latest" are the same model.
-test('the :latest tag names the same model', { todo: 'herd: "herd-sdk-tiny:latest" is a 404' }, async () => {
+test('the :latest tag names the same model', async () => {
   const r = await ollama.chat({ model: `${MODEL}:latest`, messages, stream: false, options: { num_predict: 1 } });
   assert.equal(r.done, true);
 });
