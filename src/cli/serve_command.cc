@@ -15,6 +15,7 @@
 #include "http/http_server.h"
 #include "server/anthropic_routes.h"
 #include "server/exchange_util.h"
+#include "server/herd_routes.h"
 #include "server/ollama_routes.h"
 #include "server/openai_routes.h"
 
@@ -152,12 +153,22 @@ void Serve(const ServeOptions& o) {
   server::AddOpenAiRoutes(router, models, &keys);
   server::AddAnthropicRoutes(router, models, &keys);
   server::AddOllamaRoutes(router, models, &keys);
+  // herd's own: /health, /metrics, /v1/status, /tokenize, /detokenize, /apply-template; counts
+  // every request by API, route and status.
+  HttpServer* http_server = nullptr;  // set below, before the server starts
+  server::HerdRoutesOptions herd;
+  herd.keys = &keys;
+  herd.http_metrics = std::make_shared<server::HttpMetrics>();
+  herd.memory_budget_bytes = ro.memory_budget_bytes;
+  herd.open_connections = [&http_server] { return http_server != nullptr ? http_server->active_connections() : 0; };
+  server::AddHerdRoutes(router, models, herd);
   HttpServerConfig hc;
   hc.host = o.host;
   hc.port = static_cast<uint16_t>(o.port);
   hc.io_threads = o.io_threads;
   hc.cors_allow_origin = o.cors;
   HttpServer http(hc, std::move(router));
+  http_server = &http;
   const Status started = http.Start();
   if (!started.ok()) Fail(started.message());
   std::printf("herd serving %zu model%s at http://%s:%u (OpenAI, Anthropic and Ollama APIs)\n", n_models,
