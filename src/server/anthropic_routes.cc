@@ -114,10 +114,8 @@ void StartMessage(ModelLease model, const api::ChatRequest& chat, const std::vec
   GenerationRequest gen = model->ToGenerationRequest(prompt, chat.options, 0);
   int32_t pinned = 0;
   for (const api::CacheBreakpoint& bp : chat.cache_breakpoints) {
-    const api::ChatMessage& m = chat.messages[static_cast<size_t>(bp.message_index)];
-    // A breakpoint inside a message pins up to the previous message boundary.
-    const int32_t n_messages = bp.content_bytes >= m.content.size() ? bp.message_index + 1 : bp.message_index;
-    const int32_t n_tokens = model->PrefixTokens(chat, n_messages, prompt);
+    // The breakpoint's block ends content_bytes into its message (system blocks: message 0).
+    const int32_t n_tokens = model->PrefixTokens(chat, bp.message_index, bp.content_bytes, prompt);
     if (n_tokens <= 0) continue;
     gen.pins.push_back({n_tokens, std::chrono::seconds(bp.ttl_seconds)});
     pinned = std::max(pinned, n_tokens);

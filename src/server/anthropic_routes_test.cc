@@ -97,6 +97,37 @@ TEST_F(AnthropicRoutesTest, CacheControlPinsThePrefixAndUsageSaysSo) {
   EXPECT_EQ(total(again["usage"]), counted["input_tokens"].get<int>()) << again.dump();
 }
 
+// A breakpoint on a block inside a message pins up to the end of that block: more than the
+// conversation before the message, less than the whole prompt.
+TEST_F(AnthropicRoutesTest, BreakpointInsideAMessagePinsToTheEndOfItsBlock) {
+  std::string first(150, 'k'), second(150, 'z');
+  for (size_t i = 0; i < first.size(); i += 5) first[i] = second[i] = ' ';
+  json blocks = json::array();
+  blocks.push_back({{"type", "text"}, {"text", first}, {"cache_control", {{"type", "ephemeral"}}}});
+  blocks.push_back({{"type", "text"}, {"text", second}});
+  json message = json::object();
+  message["role"] = "user";
+  message["content"] = blocks;
+  json r = json::object();
+  r["model"] = "tiny";
+  r["max_tokens"] = 2;
+  r["system"] = "Short system prompt.";
+  r["messages"] = json::array({message});
+  const auto reply = Post("/v1/messages", r.dump());
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const json got = json::parse(reply.body);
+  const int created = got["usage"]["cache_creation_input_tokens"].get<int>();
+  json before = r;  // the conversation up to the message: the system prompt and a one-byte message
+  before["messages"][0]["content"] = "k";
+  before.erase("max_tokens");
+  json whole = r;
+  whole.erase("max_tokens");
+  const int n_before = json::parse(Post("/v1/messages/count_tokens", before.dump()).body)["input_tokens"];
+  const int n_whole = json::parse(Post("/v1/messages/count_tokens", whole.dump()).body)["input_tokens"];
+  EXPECT_GT(created, n_before + 30) << got.dump();
+  EXPECT_LT(created, n_whole - 30) << got.dump();
+}
+
 // A pinned prefix survives a restart through ModelInstanceOptions::prefix_cache_file.
 TEST(PrefixCacheFileTest, PinnedPrefixesAreWarmAfterARestart) {
   const std::string file = ::testing::TempDir() + "/herd-prefix-cache.bin";

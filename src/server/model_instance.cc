@@ -125,11 +125,16 @@ bool ModelInstance::ChatPrompt(const api::ChatRequest& request, std::vector<int3
   return Render(request, request.messages.size(), true, tokens, error);
 }
 
-int32_t ModelInstance::PrefixTokens(const api::ChatRequest& request, int32_t n_messages,
+int32_t ModelInstance::PrefixTokens(const api::ChatRequest& request, int32_t message_index, size_t content_bytes,
                                     const std::vector<int32_t>& full) const {
+  if (message_index < 0 || static_cast<size_t>(message_index) >= request.messages.size()) return 0;
+  api::ChatRequest cut = request;
+  cut.messages.resize(static_cast<size_t>(message_index) + 1);
+  std::string& content = cut.messages.back().content;
+  if (content_bytes < content.size()) content.resize(content_bytes);
   std::vector<int32_t> part;
   api::ApiError ignored;
-  if (!Render(request, static_cast<size_t>(n_messages), false, &part, &ignored)) return 0;
+  if (!Render(cut, cut.messages.size(), false, &part, &ignored)) return 0;
   size_t n = 0;
   while (n < part.size() && n < full.size() && part[n] == full[n]) ++n;
   return static_cast<int32_t>(n);

@@ -71,9 +71,13 @@ class ModelInstance {
   // prompt on (POST /apply-template).
   bool ChatText(const api::ChatRequest& request, std::string* text, api::ApiError* error) const;
 
-  // Tokens of the prompt prefix that ends with messages[0, n_messages) (no generation prompt),
-  // clipped to the part that is a prefix of `full` (for cache breakpoints / pins).
-  int32_t PrefixTokens(const api::ChatRequest& request, int32_t n_messages, const std::vector<int32_t>& full) const;
+  // Tokens of the prompt prefix that ends `content_bytes` into messages[message_index] (the
+  // whole message, with the template's end-of-message markup, when content_bytes >= its size),
+  // clipped to the part that is a prefix of `full` (for cache breakpoints / pins). A cut inside
+  // a message ends at the last token that the full prompt shares with the cut one. Cost: one
+  // template render and tokenization of the prefix.
+  int32_t PrefixTokens(const api::ChatRequest& request, int32_t message_index, size_t content_bytes,
+                       const std::vector<int32_t>& full) const;
 
   // Engine request for `prompt` with the API options; `default_max_tokens` < 0: until the
   // context is full.
