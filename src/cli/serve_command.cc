@@ -198,8 +198,9 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--models-dir", o->models_dirs,
                   "Serve every *.gguf in this directory, loaded on first use; repeatable");
   cmd->add_option("--ollama-models", o->ollama_models,
-                  "Ollama model store to serve from (default: $OLLAMA_MODELS, else ~/.ollama/models)");
-  cmd->add_flag("--no-ollama", o->no_ollama, "Do not serve the models in the Ollama store");
+                  "Ollama model store to serve from and to pull into (/api/pull; default: $OLLAMA_MODELS, else "
+                  "~/.ollama/models)");
+  cmd->add_flag("--no-ollama", o->no_ollama, "Do not serve the models in the Ollama store (nor pull into it)");
   cmd->add_option("--keep-alive", o->keep_alive,
                   "How long an idle on-demand model stays loaded (5m, 1h, 300; -1: forever; 0: unload at once)")
       ->capture_default_str();
