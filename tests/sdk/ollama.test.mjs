@@ -1,5 +1,5 @@
 // herd's Ollama API through the official `ollama` npm package: list, version, chat and generate
-// (NDJSON stream and whole), options, errors.
+// (NDJSON stream and whole), embed and embeddings, options, errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
@@ -35,6 +35,17 @@ function checkFinal(r, numPredict) {
   }
   assert.ok(r.total_duration >= r.prompt_eval_duration + r.eval_duration, 'total covers prompt eval and eval');
   assert.ok(!Number.isNaN(Date.parse(r.created_at)), `created_at ${r.created_at}`);
+}
+
+const EMBEDDING_DIM = 256; // the tiny shape's embedding_length
+
+function norm(v) {
+  return Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+}
+
+function assertClose(a, b, tol, what) {
+  assert.equal(a.length, b.length, `${what}: lengths`);
+  for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) <= tol, `${what}[${i}]: ${a[i]} vs ${b[i]}`);
 }
 
 test('list', async () => {
@@ -150,4 +161,38 @@ test('bad requests are a ResponseError with status 400', async () => {
     (err) => err.name === 'ResponseError' && err.status_code === 400);
   await assert.rejects(ollama.generate({ model: MODEL, prompt: 'x', options: { temperature: 'hot' } }),
     (err) => err.name === 'ResponseError' && err.status_code === 400);
+});
+
+// ---- Ollama embed / embeddings ----
+
+test('ollama embed: string and array input, normalized', async () => {
+  const one = await ollama.embed({ model: MODEL, input: 'The quick brown fox' });
+  assert.equal(one.model, MODEL);
+  assert.equal(one.embeddings.length, 1);
+  assert.equal(one.embeddings[0].length, EMBEDDING_DIM);
+  assert.ok(Math.abs(norm(one.embeddings[0]) - 1) < 1e-4);
+  assert.ok(one.prompt_eval_count > 0);
+  assert.ok(Number.isInteger(one.total_duration));
+  const two = await ollama.embed({ model: MODEL, input: ['The quick brown fox', 'jumps'] });
+  assert.equal(two.embeddings.length, 2);
+  assertClose(two.embeddings[0], one.embeddings[0], 1e-4, 'batch[0]');
+  // The same model through the OpenAI route gives the same vector.
+  const res = await fetch(`${herd.url}/v1/embeddings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, input: 'The quick brown fox', encoding_format: 'float' }),
+  });
+  assert.equal(res.status, 200);
+  assertClose((await res.json()).data[0].embedding, one.embeddings[0], 1e-4, 'ollama vs openai');
+});
+
+test('ollama embeddings (legacy): one prompt, one vector', async () => {
+  const r = await ollama.embeddings({ model: MODEL, prompt: 'The quick brown fox' });
+  assert.equal(r.embedding.length, EMBEDDING_DIM);
+  assert.ok(r.embedding.every(Number.isFinite));
+});
+
+test('ollama embed errors', async () => {
+  await assert.rejects(ollama.embed({ model: 'no-such-model', input: 'x' }),
+    (err) => err.name === 'ResponseError' && err.status_code === 404);
 });
