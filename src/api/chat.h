@@ -34,6 +34,9 @@ struct GenerationOptions {
   int32_t n = 1;
   bool json_object = false;        // response_format json_object / format "json"
   std::optional<int32_t> num_ctx;  // Ollama options.num_ctx (a request never forces a reload)
+  // herd extension on the OpenAI routes (as vLLM and llama.cpp accept it): keep generating past
+  // end-of-generation tokens, so a request runs to max_tokens (fixed-length benchmarks).
+  bool ignore_eos = false;
 };
 
 // Anthropic cache_control: keep the prompt prefix that ends after messages[message_index]'s

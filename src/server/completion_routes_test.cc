@@ -128,6 +128,24 @@ TEST_F(CompletionRoutesTest, StreamAgreesWithTheWholeResponse) {
   EXPECT_EQ(usage["usage"], whole["usage"]);
 }
 
+// ignore_eos (herd extension, as vLLM's): with every end-of-generation token made certain, a
+// request still runs to max_tokens; without it, it stops at the first token.
+TEST_F(CompletionRoutesTest, IgnoreEosRunsToMaxTokens) {
+  json bias = json::object();
+  for (int32_t id : tokenizer_->vocab().eog) bias[std::to_string(id)] = 100;
+  json req = {
+      {"model", "tiny"}, {"prompt", "Once upon a time"}, {"max_tokens", 9}, {"temperature", 0}, {"logit_bias", bias}};
+  const json stops = Whole(req);
+  EXPECT_EQ(stops["choices"][0]["finish_reason"], "stop");
+  EXPECT_LT(stops["usage"]["completion_tokens"].get<int>(), 9);
+  req["ignore_eos"] = true;
+  const json runs = Whole(req);
+  EXPECT_EQ(runs["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(runs["usage"]["completion_tokens"], 9);
+  req["ignore_eos"] = "yes";
+  EXPECT_EQ(Post(req).status, 400);
+}
+
 TEST_F(CompletionRoutesTest, PromptArraysAndTokenPrompts) {
   const json a = Whole(Greedy("alpha beta", 4));
   const json b = Whole(Greedy("gamma", 4));

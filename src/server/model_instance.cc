@@ -162,6 +162,7 @@ GenerationRequest ModelInstance::ToGenerationRequest(std::vector<int32_t> prompt
   r.stop = o.stop;
   r.n = o.n;
   r.json_mode = o.json_object;
+  r.ignore_eos = o.ignore_eos;
   return r;
 }
 

@@ -168,6 +168,7 @@ bool ParseChatRequest(const json& body, api::ChatRequest* out, api::ApiError* er
                                                "typical_p",
                                                "repeat_penalty",
                                                "repeat_last_n",
+                                               "ignore_eos",
                                                "store",
                                                "metadata",
                                                "service_tier"};
@@ -203,6 +204,7 @@ bool ParseChatRequest(const json& body, api::ChatRequest* out, api::ApiError* er
   if (!ParseStop(p, body, &o.stop)) return false;
   if (!ParseLogitBias(p, body, &o.logit_bias)) return false;
   if (!p.Bool(body, "logprobs", &o.logprobs)) return false;
+  if (!p.Bool(body, "ignore_eos", &o.ignore_eos)) return false;
   std::optional<int32_t> top_logprobs;
   if (!p.Integer(body, "top_logprobs", 0, 20, &top_logprobs)) return false;
   if (top_logprobs && !o.logprobs) return p.Fail("top_logprobs requires logprobs to be true", "top_logprobs");

@@ -4,7 +4,8 @@
 // names the field (`param`). Fields herd does not implement yet (tools, tool_choice, functions,
 // audio, json_schema response formats, ...) and unrecognized fields are a 400 naming the field,
 // never silently ignored. Accepted extensions (as llama.cpp and vLLM accept them): top_k, min_p,
-// typical_p, repeat_penalty, repeat_last_n, ignore_eos is not accepted here (server option).
+// typical_p, repeat_penalty, repeat_last_n, ignore_eos (keep generating past end-of-generation
+// tokens up to max_tokens: the knob of fixed-length benchmarks).
 #pragma once
 
 #include <nlohmann/json.hpp>

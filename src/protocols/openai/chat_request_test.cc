@@ -28,7 +28,7 @@ TEST(OpenAiChatRequestTest, ParsesEveryImplementedField) {
     "max_completion_tokens": 64, "temperature": 0.5, "top_p": 0.9, "n": 2, "stop": ["\n\n", "END"],
     "seed": 7, "presence_penalty": 0.5, "frequency_penalty": -0.5, "logit_bias": {"15": -100, "7": 2.5},
     "logprobs": true, "top_logprobs": 3, "response_format": {"type": "json_object"}, "user": "u1",
-    "top_k": 40, "min_p": 0.05})");
+    "top_k": 40, "min_p": 0.05, "ignore_eos": true})");
   api::ChatRequest r;
   api::ApiError e;
   ASSERT_TRUE(ParseChatRequest(body, &r, &e)) << e.message;
@@ -53,6 +53,7 @@ TEST(OpenAiChatRequestTest, ParsesEveryImplementedField) {
   EXPECT_TRUE(o.json_object);
   EXPECT_EQ(o.top_k, 40);
   EXPECT_FLOAT_EQ(*o.min_p, 0.05f);
+  EXPECT_TRUE(o.ignore_eos);
   EXPECT_EQ(r.user, "u1");
 }
 
@@ -65,6 +66,7 @@ TEST(OpenAiChatRequestTest, AbsentFieldsStayAbsent) {
   EXPECT_FALSE(r.options.seed.has_value());
   EXPECT_EQ(r.options.n, 1);
   EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.options.ignore_eos);
 }
 
 TEST(OpenAiChatRequestTest, ErrorsNameTheParameter) {

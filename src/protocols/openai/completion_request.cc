@@ -34,7 +34,8 @@ bool ParseCompletionRequest(const json& body, api::CompletionRequest* out, api::
                                                "min_p",
                                                "typical_p",
                                                "repeat_penalty",
-                                               "repeat_last_n"};
+                                               "repeat_last_n",
+                                               "ignore_eos"};
   for (const auto& [key, value] : body.items()) {
     if (kKnown.count(key) == 0) return p.Fail("unrecognized request argument: " + key, key);
   }
@@ -75,6 +76,7 @@ bool ParseCompletionRequest(const json& body, api::CompletionRequest* out, api::
     o.top_logprobs = *logprobs;
   }
   if (!p.Bool(body, "echo", &out->echo)) return false;
+  if (!p.Bool(body, "ignore_eos", &o.ignore_eos)) return false;
   if (!p.Bool(body, "stream", &out->stream)) return false;
   if (!p.StreamOptions(body, out->stream, &out->include_usage)) return false;
   return p.String(body, "user", &out->user);

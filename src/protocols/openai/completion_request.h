@@ -5,7 +5,7 @@
 // `logprobs` is an integer 0-5 (the number of alternatives per token). Not supported (a 400
 // naming the field): `suffix` (insertion), `best_of` other than 1 or n (herd returns every
 // candidate it computes, so best_of == n is the same request). Extensions accepted as for chat:
-// top_k, min_p, typical_p, repeat_penalty, repeat_last_n. Unknown fields are a 400.
+// top_k, min_p, typical_p, repeat_penalty, repeat_last_n, ignore_eos. Unknown fields are a 400.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -30,7 +30,7 @@ TEST(OpenAiCompletionRequestTest, ParsesEveryImplementedField) {
   const auto r = Accept(R"({"model": "m", "prompt": "Once", "max_tokens": 5, "temperature": 0.5, "top_p": 0.9,
     "n": 3, "best_of": 3, "stop": ["\n"], "seed": 11, "presence_penalty": 1, "frequency_penalty": -1,
     "logit_bias": {"7": -100}, "echo": true, "logprobs": 2, "stream": true,
-    "stream_options": {"include_usage": true}, "suffix": null, "user": "u", "top_k": 4})");
+    "stream_options": {"include_usage": true}, "suffix": null, "user": "u", "top_k": 4, "ignore_eos": true})");
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.prompts.size(), 1u);
   EXPECT_EQ(r.prompts[0].text, "Once");
@@ -52,6 +52,7 @@ TEST(OpenAiCompletionRequestTest, ParsesEveryImplementedField) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.user, "u");
   EXPECT_EQ(r.options.top_k, 4);
+  EXPECT_TRUE(r.options.ignore_eos);
 }
 
 TEST(OpenAiCompletionRequestTest, DefaultsStayAbsent) {
@@ -60,6 +61,7 @@ TEST(OpenAiCompletionRequestTest, DefaultsStayAbsent) {
   EXPECT_FALSE(r.options.logprobs);
   EXPECT_FALSE(r.echo);
   EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.options.ignore_eos);
   EXPECT_EQ(r.options.n, 1);
   // logprobs 0: the sampled token's logprob, no alternatives.
   const auto zero = Accept(R"({"model": "m", "prompt": "x", "logprobs": 0, "max_tokens": 0})");
