@@ -8,7 +8,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include "io/gguf.h"
 #include "protocols/ollama/ollama_models.h"
@@ -60,6 +62,11 @@ class FakeRegistry {
       r->Respond(std::move(resp));
     });
     router.Get("/cdn/{digest}", [this](HttpRequest& req, std::shared_ptr<Responder> r) {
+      if (req.PathParam("digest") == stalled_) {  // never answered while the server runs
+        std::lock_guard lock(mu_);
+        parked_.push_back(std::move(r));
+        return;
+      }
       auto it = blobs_.find(req.PathParam("digest"));
       if (it == blobs_.end()) return r->Respond(HttpResponse::Text(404, "no such blob"));
       HttpResponse resp = HttpResponse::Text(200, it->second);
@@ -86,8 +93,12 @@ class FakeRegistry {
     return manifests_[name];
   }
   std::string accept() const { return accept_; }
+  void Stall(const std::string& digest) { stalled_ = digest; }
 
  private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Responder>> parked_;
+  std::string stalled_;
   std::map<std::string, std::string> manifests_, blobs_;  // written before the first pull only
   std::string accept_;
   std::unique_ptr<HttpServer> server_;
@@ -110,6 +121,9 @@ class OllamaAdminRoutesTest : public ::testing::Test {
     const json bad = registry_->Blob(kOllamaModelLayer, gguf + "x", &corrupted);
     bad_digest_ = new std::string(bad["digest"]);
     registry_->Add("library/bad:latest", config, {bad});
+    const json stalled = registry_->Blob(kOllamaModelLayer, gguf + "stalled");
+    registry_->Stall(stalled["digest"]);
+    registry_->Add("library/stalled:latest", config, {stalled});
     server_ = new testing::ServerHarness([](Router& r, ModelRegistry& m) {
       ModelInstanceOptions o;
       o.threads = 1;
@@ -240,6 +254,18 @@ TEST_F(OllamaAdminRoutesTest, CopyAndDeleteFileModels) {
   EXPECT_FALSE(Tags().count("tiny-copy:latest"));
   EXPECT_TRUE(fs::exists(testing::TestModelPath("tiny", "F32")));  // files are never deleted
   EXPECT_EQ(Call("DELETE", "/api/delete", {{"model", "tiny-copy"}}).status, 404);
+  // A model serving a request is not deleted (409) until the request ends.
+  ASSERT_EQ(Call("POST", "/api/copy", {{"source", "lazy"}, {"destination", "busy"}}).status, 200);
+  std::promise<ModelLease> leased;
+  models_->Acquire("busy", std::nullopt, [&](ModelLease l, const api::ApiError&) { leased.set_value(std::move(l)); });
+  ModelLease lease = leased.get_future().get();
+  ASSERT_TRUE(lease);
+  auto busy = Call("DELETE", "/api/delete", {{"model", "busy"}});
+  EXPECT_EQ(busy.status, 409);
+  EXPECT_EQ(busy.body, R"({"error":"model 'busy:latest' is in use by 1 request(s); retry when it is idle"})");
+  lease.reset();
+  EXPECT_EQ(Call("DELETE", "/api/delete", {{"model", "busy"}}).status, 200);  // idle: unloaded, then removed
+  EXPECT_FALSE(Tags().count("busy:latest"));
   // The harness's model is pinned in memory.
   auto pinned = Call("DELETE", "/api/delete", {{"name", "tiny"}});
   EXPECT_EQ(pinned.status, 409);
@@ -358,6 +384,24 @@ TEST_F(OllamaAdminRoutesTest, PullErrors) {
   auto refused = Call("POST", "/api/pull", {{"model", "127.0.0.1:1/library/x"}});
   ASSERT_EQ(refused.status, 200);
   EXPECT_TRUE(Lines(refused.body).back().contains("error"));
+}
+
+TEST_F(OllamaAdminRoutesTest, ClientDisconnectCancelsThePull) {
+  const std::string name = registry_->host() + "/library/stalled";
+  testing::TestClient client(server_->port());
+  const std::string body = json{{"model", name}}.dump();
+  ASSERT_TRUE(client.Send("POST /api/pull HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+                          "\r\n\r\n" + body));
+  ASSERT_TRUE(client.ReadHead().has_value());
+  const auto wait_for = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 1000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done();
+  };
+  ASSERT_TRUE(wait_for([] { return !Partials().empty(); }));  // downloading the stalled blob
+  client.Close();
+  EXPECT_TRUE(wait_for([] { return Partials().empty(); }));  // cancelled, temporary file removed
+  EXPECT_FALSE(fs::exists(OllamaStore(*store_).ManifestPath(ParseOllamaName(name).value())));
+  EXPECT_FALSE(Tags().count(name + ":latest"));
 }
 
 }  // namespace
