@@ -181,6 +181,24 @@ void Show(AdminState& st, const HttpRequest& req, const std::shared_ptr<Responde
   r->Respond(HttpResponse::Json(200, ollama::ShowJson(out).dump()));
 }
 
+// Every model the server can serve (loaded or not), with details read from the GGUF header
+// (cached per file): family, parameter size, quantization level.
+void Tags(AdminState& st, const std::shared_ptr<Responder>& r) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ModelEntry& m : st.models.Entries()) {
+    ollama::ModelDetails details;
+    details.family = "llama";
+    if (auto summary = st.summaries.Get(m.load.path); summary.ok()) details = Details(**summary);
+    list.push_back({{"name", m.name},
+                    {"model", m.name},
+                    {"modified_at", ollama::CreatedAt(m.modified * 1000000000LL)},
+                    {"size", m.size_bytes},
+                    {"digest", m.digest.rfind("sha256:", 0) == 0 ? m.digest.substr(7) : m.digest},
+                    {"details", ollama::DetailsJson(details)}});
+  }
+  r->Respond(HttpResponse::Json(200, nlohmann::json{{"models", list}}.dump()));
+}
+
 void Ps(AdminState& st, const std::shared_ptr<Responder>& r) {
   std::vector<ollama::RunningModel> running;
   const int64_t now = UnixNow();
@@ -335,6 +353,7 @@ void AddOllamaAdminRoutes(Router& router, ModelRegistry& models, const ApiKeys* 
   };
   route("POST", "/api/show", Show);
   route("GET", "/api/ps", [](AdminState& s, HttpRequest&, const std::shared_ptr<Responder>& r) { Ps(s, r); });
+  route("GET", "/api/tags", [](AdminState& s, HttpRequest&, const std::shared_ptr<Responder>& r) { Tags(s, r); });
   route("POST", "/api/copy", Copy);
   route("DELETE", "/api/delete", Delete);
   route("POST", "/api/pull", Pull);

@@ -187,22 +187,10 @@ void AddOllamaRoutes(Router& router, ModelRegistry& models, const ApiKeys* keys)
                 Generate(models, req, r);
               }));
   AddOllamaEmbeddingRoutes(router, models, keys);  // /api/embed, /api/embeddings
-  AddOllamaAdminRoutes(router, models, keys);  // show, ps, copy, delete, pull
+  AddOllamaAdminRoutes(router, models, keys);      // show, ps, copy, delete, pull
   router.Get("/api/version", [](HttpRequest&, std::shared_ptr<Responder> r) {
     r->Respond(HttpResponse::Json(200, json{{"version", kVersion}}.dump()));
   });
-  router.Get("/api/tags", RequireKey(keys, reject, [&models](HttpRequest&, std::shared_ptr<Responder> r) {
-               json list = json::array();
-               for (const auto& m : models.Entries()) {
-                 list.push_back({{"name", m.name},
-                                 {"model", m.name},
-                                 {"modified_at", ollama::CreatedAt(m.modified * 1000000000LL)},
-                                 {"size", m.size_bytes},
-                                 {"digest", m.digest.rfind("sha256:", 0) == 0 ? m.digest.substr(7) : m.digest},
-                                 {"details", {{"format", "gguf"}, {"family", "llama"}}}});
-               }
-               r->Respond(HttpResponse::Json(200, json{{"models", list}}.dump()));
-             }));
   router.Get("/", [](HttpRequest&, std::shared_ptr<Responder> r) {
     r->Respond(HttpResponse::Text(200, "herd is running (Ollama-compatible API)"));
   });
