@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   herd::cli::AddMakeModelCommand(app);
   herd::cli::AddBenchModelCommand(app);
   herd::cli::AddBenchEngineCommand(app);
+  herd::cli::AddBenchCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

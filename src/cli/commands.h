@@ -25,6 +25,7 @@ void AddRunCommand(CLI::App& app);         // run_command.cc
 void AddBenchModelCommand(CLI::App& app);  // bench_model_command.cc
 void AddBenchEngineCommand(CLI::App& app);  // bench_engine_command.cc
 void AddServeCommand(CLI::App& app);       // serve_command.cc
+void AddBenchCommand(CLI::App& app);       // bench_serve_command.cc: `bench serve`
 
 // `herd inspect`'s report: metadata, tensor table (if `tensors`), summary.
 void PrintGgufSummary(const GgufFile& file, std::ostream& out, bool tensors);
