@@ -47,8 +47,8 @@ class Run : public std::enable_shared_from_this<Run> {
       }
       NextArrival();
     }
-    Tick();
     Launch();
+    Tick();
   }
 
   // Schedules the next session's arrival (open loop).
