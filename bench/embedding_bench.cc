@@ -5,7 +5,7 @@
 //      tokens arriving as generation requests: mixed steps run two forward passes (Forward for
 //      generation rows, Embed for embedding rows), so this shows the price of the second pass.
 //
-//   herd_embedding_bench MODEL.gguf [threads=2] [inputs=8] [input_len=256] [batch_tokens=128]
+//   herd_embedding_bench MODEL.gguf [threads=2] [inputs=8] [input_len=256] [batch_tokens=128] [all|short]
 // Prints one line per measurement. Times come from the engine's event timestamps.
 #include <algorithm>
 #include <chrono>
@@ -106,6 +106,7 @@ int Main(int argc, char** argv) {
   const int inputs = argc > 3 ? std::atoi(argv[3]) : 8;
   const int input_len = argc > 4 ? std::atoi(argv[4]) : 256;
   const int batch_tokens = argc > 5 ? std::atoi(argv[5]) : 128;
+  const std::string only = argc > 6 ? argv[6] : "all";  // all | short: only the decode runs with short inputs
   const int decoders = 4, decode_prompt = 32, decode_len = 96;
   Setup s;
   s.file = std::move(GgufFile::Open(argv[1])).value();
@@ -118,6 +119,7 @@ int Main(int argc, char** argv) {
 
   // 1. Throughput: the same inputs as generation prompts (prefill + 1 token) and as embeddings.
   for (const bool embed : {false, true}) {
+    if (only == "short") break;
     std::unique_ptr<KvCache> cache;
     auto e = MakeEngine(s, &cache, batch_tokens);
     const auto t0 = Clock::now();
@@ -140,6 +142,7 @@ int Main(int argc, char** argv) {
   static const char* kNames[] = {"4 decoders alone", "4 decoders + generation prompts", "4 decoders + embeddings",
                                  "4 decoders + 16-tok gen prompts", "4 decoders + 16-tok embeddings"};
   for (int mode = 0; mode < 5; ++mode) {
+    if (only == "short" && (mode == 1 || mode == 2)) continue;
     const bool embed = mode == 2 || mode == 4;
     const bool stream_short = mode >= 3;
     std::unique_ptr<KvCache> cache;
