@@ -248,8 +248,7 @@ TEST(EmbeddingEngineTest, PreemptedEmbeddingRestartsItsPooling) {
   ASSERT_TRUE(emb.ok());
   RunToIdle(*f.engine);
   EXPECT_GT(f.engine->stats().preemptions, 0);
-  ExpectVector(Finished(**emb).embedding,
-               Expected(DirectHidden(prompt), f.model->config().n_embd, Pooling::kMean));
+  ExpectVector(Finished(**emb).embedding, Expected(DirectHidden(prompt), f.model->config().n_embd, Pooling::kMean));
 }
 
 }  // namespace
