@@ -1,5 +1,5 @@
 // herd's Ollama API through the official `ollama` npm package: list, version, chat and generate
-// (NDJSON stream and whole), embed and embeddings, options, errors.
+// (NDJSON stream and whole), embed and embeddings, options, errors, show / ps / copy / delete.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
@@ -194,5 +194,55 @@ test('ollama embeddings (legacy): one prompt, one vector', async () => {
 
 test('ollama embed errors', async () => {
   await assert.rejects(ollama.embed({ model: 'no-such-model', input: 'x' }),
+    (err) => err.name === 'ResponseError' && err.status_code === 404);
+});
+
+// ---- model management: show / ps / copy / delete ----
+
+test('ollama show', async () => {
+  const s = await ollama.show({ model: MODEL });
+  assert.equal(s.details.format, 'gguf');
+  assert.equal(s.details.family, 'llama');
+  assert.equal(typeof s.template, 'string');
+  assert.equal(typeof s.modelfile, 'string');
+  assert.equal(typeof s.parameters, 'string');
+  assert.ok(!Number.isNaN(Date.parse(s.modified_at)));
+  assert.equal(s.model_info['general.architecture'], 'llama');
+  assert.equal(s.model_info['llama.embedding_length'], EMBEDDING_DIM);
+  assert.equal(s.model_info['llama.block_count'], 2);
+  assert.ok(Array.isArray(s.capabilities) && s.capabilities.includes('completion'));
+  await assert.rejects(ollama.show({ model: 'no-such-model' }),
+    (err) => err.name === 'ResponseError' && err.status_code === 404);
+});
+
+test('ollama ps lists the loaded model', async () => {
+  await ollama.generate({ model: MODEL, prompt: 'x', stream: false, options: { num_predict: 1 } });
+  const { models } = await ollama.ps();
+  const m = models.find((x) => x.name === MODEL);
+  assert.ok(m, `ps lists ${MODEL}: ${JSON.stringify(models)}`);
+  assert.equal(m.model, MODEL);
+  assert.ok(m.size > 0);
+  assert.ok(!Number.isNaN(Date.parse(m.expires_at)));
+  assert.equal(m.details.format, 'gguf');
+});
+
+test('ollama copy then delete', async () => {
+  const copy = `${MODEL}-copy`;
+  assert.deepEqual(await ollama.copy({ source: MODEL, destination: copy }), { status: 'success' });
+  const listed = (await ollama.list()).models.map((m) => m.name);
+  // Ollama names a copy with its tag: "name" becomes "name:latest".
+  assert.ok(listed.includes(`${copy}:latest`) && listed.includes(MODEL), `list after copy: ${listed}`);
+  const r = await ollama.chat({ model: copy, messages: [{ role: 'user', content: 'Hi' }], stream: false,
+    options: { num_predict: 1 } });
+  assert.equal(r.done, true);
+  // The SDK sends DELETE /api/delete with {"name": ...} (Ollama's older field name).
+  assert.deepEqual(await ollama.delete({ model: copy }), { status: 'success' });
+  const after = (await ollama.list()).models.map((m) => m.name);
+  assert.ok(!after.includes(`${copy}:latest`) && after.includes(MODEL), `list after delete: ${after}`);
+  await assert.rejects(ollama.chat({ model: copy, messages: [{ role: 'user', content: 'Hi' }], stream: false }),
+    (err) => err.name === 'ResponseError' && err.status_code === 404);
+  await assert.rejects(ollama.delete({ model: copy }),
+    (err) => err.name === 'ResponseError' && err.status_code === 404);
+  await assert.rejects(ollama.copy({ source: 'no-such-model', destination: 'x' }),
     (err) => err.name === 'ResponseError' && err.status_code === 404);
 });

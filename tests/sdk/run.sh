@@ -6,7 +6,7 @@
 #   tests/sdk/run.sh --install                    only install: npm ci unless node_modules is current
 #   tests/sdk/run.sh --no-install HERD_BINARY ... run only; ctest uses this (the network is not touched)
 #
-# Default test files: openai, anthropic, ollama, auth (pending.test.mjs only when named).
+# Default test files: openai, anthropic, ollama, auth.
 # Exit 77 (ctest's SKIP_RETURN_CODE) when node >= 18 or npm is missing, or with --no-install when
 # node_modules is not installed from the lock file; with HERD_REQUIRE_SDK_TESTS=1 (CI) those are
 # failures (exit 1) instead.
