@@ -8,9 +8,7 @@
 // consecutive events collapse into one line with " x N" removed (how many text deltas a token
 // stream splits into depends on UTF-8 boundaries of the random tokens).
 //
-// The cases run in order on one server and share its prefix cache (cached-token counts in later
-// cases depend on earlier ones); run the whole suite, not one case. Regenerate after an intended
-// change: HERD_UPDATE_GOLDEN=1 build/tests/herd_server_golden_test
+// Regenerate after an intended change: HERD_UPDATE_GOLDEN=1 build/tests/herd_server_golden_test
 // and review the diff.
 #include <gtest/gtest.h>
 
@@ -173,17 +171,18 @@ std::string GoldenPath(const std::string& name) {
   return std::string(HERD_SOURCE_DIR) + "/tests/golden/" + name + ".txt";
 }
 
+// Each case gets a fresh server (the tiny model loads in milliseconds), so prefix-cache hits and
+// usage counts do not depend on which cases ran before (ctest runs every case in its own process).
 class ServerGoldenTest : public ::testing::TestWithParam<Case> {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new testing::ServerHarness([](Router& r, ModelRegistry& m) {
+  void SetUp() override {
+    server_ = std::make_unique<testing::ServerHarness>([](Router& r, ModelRegistry& m) {
       AddOpenAiRoutes(r, m);
       AddAnthropicRoutes(r, m);
       AddOllamaRoutes(r, m);
     });
   }
-  static void TearDownTestSuite() { delete server_; }
-  static inline testing::ServerHarness* server_ = nullptr;
+  std::unique_ptr<testing::ServerHarness> server_;
 };
 
 TEST_P(ServerGoldenTest, MatchesTheGoldenFile) {
