@@ -41,7 +41,8 @@ for r in j["runs"]:
     assert r["completed"] == 3 and r["failed"] == 0, r
     assert r["total_output_tokens"] == 12, r["total_output_tokens"]
     assert r["output_tokens_source"] == {"server_usage": 3, "stream_deltas": 0}
-    assert sum(q["output_tokens"] for q in r["requests"]) == 12
+    assert r["requests"] == 3 and len(r["per_request"]) == 3
+    assert sum(q["output_tokens"] for q in r["per_request"]) == 12
     for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
         d = r[k]
         assert d["min"] <= d["p50"] <= d["p90"] <= d["p99"] <= d["max"], (k, d)

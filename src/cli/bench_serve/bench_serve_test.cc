@@ -96,7 +96,8 @@ class BenchServeTest : public ::testing::Test {
       EXPECT_DOUBLE_EQ(s.total_token_throughput, static_cast<double>(out_tokens + prompt_tokens) / s.duration_s);
       const auto& j = report->json["runs"][i];
       EXPECT_EQ(j["total_output_tokens"], s.total_output_tokens);
-      EXPECT_EQ(j["requests"].size(), run.records.size());
+      EXPECT_EQ(j["requests"], s.requests);
+      EXPECT_EQ(j["per_request"].size(), run.records.size());
     }
     return std::move(report).value();
   }

@@ -250,7 +250,7 @@ json ToJson(const RunSummary& s, const RunResult* run) {
                       {"fitted_prompt_tokens", r.fitted_prompt_tokens},
                       {"finish_reason", r.finish_reason}});
     }
-    j["requests"] = std::move(reqs);
+    j["per_request"] = std::move(reqs);
   }
   return j;
 }

@@ -64,7 +64,7 @@ void PrintRun(std::ostream& out, const RunSummary& s, bool ignore_eos_sent);
 void PrintComparison(std::ostream& out, const std::vector<RunSummary>& runs);
 
 nlohmann::json ToJson(const Distribution& d);
-// The summary, and with `records` every request's numbers.
+// The summary, and with `records` every request's numbers (as "per_request").
 nlohmann::json ToJson(const RunSummary& s, const RunResult* records);
 
 }  // namespace herd::bench
