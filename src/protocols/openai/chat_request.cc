@@ -3,43 +3,14 @@
 #include <set>
 #include <string>
 
+#include "protocols/openai/request_fields.h"
+
 namespace herd::openai {
 namespace {
 
 using nlohmann::json;
 
-struct Parser : api::Validator {
-  bool Number(const json& j, const char* name, double lo, double hi, std::optional<float>* out) {
-    if (!j.contains(name) || j[name].is_null()) return true;
-    if (!j[name].is_number()) return Fail(std::string(name) + " must be a number", name);
-    const double v = j[name].get<double>();
-    if (v < lo || v > hi) {
-      return Fail(
-          std::string(name) + " must be in [" + json(lo).dump() + ", " + json(hi).dump() + "], got " + j[name].dump(),
-          name);
-    }
-    *out = static_cast<float>(v);
-    return true;
-  }
-  bool Integer(const json& j, const char* name, int64_t lo, int64_t hi, std::optional<int32_t>* out) {
-    if (!j.contains(name) || j[name].is_null()) return true;
-    if (!j[name].is_number_integer()) return Fail(std::string(name) + " must be an integer", name);
-    const int64_t v = j[name].get<int64_t>();
-    if (v < lo || v > hi) {
-      return Fail(std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                      std::to_string(v),
-                  name);
-    }
-    *out = static_cast<int32_t>(v);
-    return true;
-  }
-  bool Bool(const json& j, const char* name, bool* out) {
-    if (!j.contains(name) || j[name].is_null()) return true;
-    if (!j[name].is_boolean()) return Fail(std::string(name) + " must be a boolean", name);
-    *out = j[name].get<bool>();
-    return true;
-  }
-};
+using Parser = FieldParser;
 
 // Text of a message's content: a string, or an array of {"type": "text", "text": ...} parts.
 bool ContentText(Parser& p, const json& content, const std::string& param, bool may_be_null, std::string* out) {
@@ -101,45 +72,6 @@ bool ParseMessages(Parser& p, const json& body, std::vector<api::ChatMessage>* o
   return true;
 }
 
-bool ParseStop(Parser& p, const json& body, std::vector<std::string>* out) {
-  if (!body.contains("stop") || body["stop"].is_null()) return true;
-  const json& s = body["stop"];
-  if (s.is_string()) {
-    out->push_back(s.get<std::string>());
-    return true;
-  }
-  if (!s.is_array()) return p.Fail("stop must be a string or an array of strings", "stop");
-  if (s.size() > 4) return p.Fail("stop may hold at most 4 sequences", "stop");
-  for (const json& x : s) {
-    if (!x.is_string()) return p.Fail("stop must be a string or an array of strings", "stop");
-    out->push_back(x.get<std::string>());
-  }
-  return true;
-}
-
-bool ParseLogitBias(Parser& p, const json& body, std::vector<std::pair<int32_t, float>>* out) {
-  if (!body.contains("logit_bias") || body["logit_bias"].is_null()) return true;
-  const json& b = body["logit_bias"];
-  if (!b.is_object()) return p.Fail("logit_bias must be an object of token id -> bias", "logit_bias");
-  for (const auto& [key, value] : b.items()) {
-    size_t used = 0;
-    long id = -1;
-    try {
-      id = std::stol(key, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != key.size() || id < 0 || id > INT32_MAX) {
-      return p.Fail("logit_bias keys must be token ids, got '" + key + "'", "logit_bias");
-    }
-    if (!value.is_number() || value.get<double>() < -100 || value.get<double>() > 100) {
-      return p.Fail("logit_bias values must be numbers in [-100, 100]", "logit_bias");
-    }
-    out->emplace_back(static_cast<int32_t>(id), value.get<float>());
-  }
-  return true;
-}
-
 }  // namespace
 
 bool ParseChatRequest(const json& body, api::ChatRequest* out, api::ApiError* error) {
@@ -183,28 +115,9 @@ bool ParseChatRequest(const json& body, api::ChatRequest* out, api::ApiError* er
   out->model = body["model"].get<std::string>();
   if (!ParseMessages(p, body, &out->messages)) return false;
   api::GenerationOptions& o = out->options;
-  if (!p.Integer(body, "max_tokens", 1, INT32_MAX, &o.max_tokens)) return false;
+  if (!p.SamplingOptions(body, 1, &o)) return false;
   if (!p.Integer(body, "max_completion_tokens", 1, INT32_MAX, &o.max_tokens)) return false;
-  if (!p.Number(body, "temperature", 0, 2, &o.temperature)) return false;
-  if (!p.Number(body, "top_p", 0, 1, &o.top_p)) return false;
-  if (!p.Number(body, "presence_penalty", -2, 2, &o.presence_penalty)) return false;
-  if (!p.Number(body, "frequency_penalty", -2, 2, &o.frequency_penalty)) return false;
-  if (!p.Number(body, "min_p", 0, 1, &o.min_p)) return false;
-  if (!p.Number(body, "typical_p", 0, 1, &o.typical_p)) return false;
-  if (!p.Number(body, "repeat_penalty", 0, 10, &o.repeat_penalty)) return false;
-  if (!p.Integer(body, "top_k", 0, INT32_MAX, &o.top_k)) return false;
-  if (!p.Integer(body, "repeat_last_n", -1, INT32_MAX, &o.repeat_last_n)) return false;
-  std::optional<int32_t> n;
-  if (!p.Integer(body, "n", 1, 128, &n)) return false;
-  o.n = n.value_or(1);
-  if (body.contains("seed") && !body["seed"].is_null()) {
-    if (!body["seed"].is_number_integer()) return p.Fail("seed must be an integer", "seed");
-    o.seed = static_cast<uint64_t>(body["seed"].get<int64_t>());
-  }
-  if (!ParseStop(p, body, &o.stop)) return false;
-  if (!ParseLogitBias(p, body, &o.logit_bias)) return false;
   if (!p.Bool(body, "logprobs", &o.logprobs)) return false;
-  if (!p.Bool(body, "ignore_eos", &o.ignore_eos)) return false;
   std::optional<int32_t> top_logprobs;
   if (!p.Integer(body, "top_logprobs", 0, 20, &top_logprobs)) return false;
   if (top_logprobs && !o.logprobs) return p.Fail("top_logprobs requires logprobs to be true", "top_logprobs");
@@ -223,16 +136,8 @@ bool ParseChatRequest(const json& body, api::ChatRequest* out, api::ApiError* er
     }
   }
   if (!p.Bool(body, "stream", &out->stream)) return false;
-  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
-    const json& so = body["stream_options"];
-    if (!out->stream) return p.Fail("stream_options is only allowed when stream is true", "stream_options");
-    if (!so.is_object()) return p.Fail("stream_options must be an object", "stream_options");
-    if (!p.Bool(so, "include_usage", &out->include_usage)) return false;
-  }
-  if (body.contains("user") && !body["user"].is_null()) {
-    if (!body["user"].is_string()) return p.Fail("user must be a string", "user");
-    out->user = body["user"].get<std::string>();
-  }
+  if (!p.StreamOptions(body, out->stream, &out->include_usage)) return false;
+  if (!p.String(body, "user", &out->user)) return false;
   if (body.contains("store") && body["store"].is_boolean() && body["store"].get<bool>()) {
     return p.Fail("store is not supported by herd (completions are not stored)", "store");
   }

@@ -47,28 +47,13 @@ bool ParseCompletionRequest(const json& body, api::CompletionRequest* out, api::
     return p.Fail("suffix (insertion) is not supported by herd", "suffix");
   }
   api::GenerationOptions& o = out->options;
-  if (!p.Integer(body, "max_tokens", 0, INT32_MAX, &o.max_tokens)) return false;
-  if (!p.Number(body, "temperature", 0, 2, &o.temperature)) return false;
-  if (!p.Number(body, "top_p", 0, 1, &o.top_p)) return false;
-  if (!p.Number(body, "presence_penalty", -2, 2, &o.presence_penalty)) return false;
-  if (!p.Number(body, "frequency_penalty", -2, 2, &o.frequency_penalty)) return false;
-  if (!p.Number(body, "min_p", 0, 1, &o.min_p)) return false;
-  if (!p.Number(body, "typical_p", 0, 1, &o.typical_p)) return false;
-  if (!p.Number(body, "repeat_penalty", 0, 10, &o.repeat_penalty)) return false;
-  if (!p.Integer(body, "top_k", 0, INT32_MAX, &o.top_k)) return false;
-  if (!p.Integer(body, "repeat_last_n", -1, INT32_MAX, &o.repeat_last_n)) return false;
-  std::optional<int32_t> n;
-  if (!p.Integer(body, "n", 1, 128, &n)) return false;
-  o.n = n.value_or(1);
+  if (!p.SamplingOptions(body, 0, &o)) return false;
   std::optional<int32_t> best_of;
   if (!p.Integer(body, "best_of", 0, 20, &best_of)) return false;
   if (best_of && *best_of != 1 && *best_of != o.n) {
     return p.Fail("best_of other than 1 or n is not supported by herd (it returns every completion it computes)",
                   "best_of");
   }
-  if (!p.Seed(body, &o.seed)) return false;
-  if (!p.Stop(body, &o.stop)) return false;
-  if (!p.LogitBias(body, &o.logit_bias)) return false;
   std::optional<int32_t> logprobs;
   if (!p.Integer(body, "logprobs", 0, 5, &logprobs)) return false;
   if (logprobs) {
@@ -76,7 +61,6 @@ bool ParseCompletionRequest(const json& body, api::CompletionRequest* out, api::
     o.top_logprobs = *logprobs;
   }
   if (!p.Bool(body, "echo", &out->echo)) return false;
-  if (!p.Bool(body, "ignore_eos", &o.ignore_eos)) return false;
   if (!p.Bool(body, "stream", &out->stream)) return false;
   if (!p.StreamOptions(body, out->stream, &out->include_usage)) return false;
   return p.String(body, "user", &out->user);

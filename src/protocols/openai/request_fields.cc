@@ -96,6 +96,24 @@ bool FieldParser::LogitBias(const json& j, std::vector<std::pair<int32_t, float>
   return true;
 }
 
+bool FieldParser::SamplingOptions(const json& j, int64_t min_max_tokens, api::GenerationOptions* o) const {
+  if (!Integer(j, "max_tokens", min_max_tokens, INT32_MAX, &o->max_tokens)) return false;
+  if (!Number(j, "temperature", 0, 2, &o->temperature)) return false;
+  if (!Number(j, "top_p", 0, 1, &o->top_p)) return false;
+  if (!Number(j, "presence_penalty", -2, 2, &o->presence_penalty)) return false;
+  if (!Number(j, "frequency_penalty", -2, 2, &o->frequency_penalty)) return false;
+  if (!Number(j, "min_p", 0, 1, &o->min_p)) return false;
+  if (!Number(j, "typical_p", 0, 1, &o->typical_p)) return false;
+  if (!Number(j, "repeat_penalty", 0, 10, &o->repeat_penalty)) return false;
+  if (!Integer(j, "top_k", 0, INT32_MAX, &o->top_k)) return false;
+  if (!Integer(j, "repeat_last_n", -1, INT32_MAX, &o->repeat_last_n)) return false;
+  std::optional<int32_t> n;
+  if (!Integer(j, "n", 1, 128, &n)) return false;
+  o->n = n.value_or(1);
+  return Seed(j, &o->seed) && Stop(j, &o->stop) && LogitBias(j, &o->logit_bias) &&
+         Bool(j, "ignore_eos", &o->ignore_eos);
+}
+
 bool FieldParser::StreamOptions(const json& j, bool stream, bool* include_usage) const {
   if (!Present(j, "stream_options")) return true;
   if (!stream) return Fail("stream_options is only allowed when stream is true", "stream_options");
