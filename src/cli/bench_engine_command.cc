@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/memory_info.h"
+#include "base/quantile.h"
 #include "cli/commands.h"
 #include "cli/model_loader.h"
 #include "engine/engine.h"
@@ -59,12 +60,7 @@ Percentiles Summarize(std::vector<double> v) {
   Percentiles p;
   if (v.empty()) return p;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    const double idx = q * static_cast<double>(v.size() - 1);
-    const size_t lo = static_cast<size_t>(idx);
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
-  };
+  auto at = [&](double q) { return Quantile(v, q); };
   p.p50 = at(0.50);
   p.p90 = at(0.90);
   p.p99 = at(0.99);

@@ -80,24 +80,6 @@ Result<std::shared_ptr<RequestStream>> Engine::SubmitEmbedding(EmbeddingRequest 
   return Enqueue(std::move(state));
 }
 
-Result<std::shared_ptr<RequestStream>> Engine::Enqueue(std::unique_ptr<RequestState> state) {
-  const int32_t limit = options_.scheduler.max_running + options_.scheduler.max_waiting;
-  if (queued_.fetch_add(1) >= limit) {
-    queued_.fetch_sub(1);
-    return ResourceExhausted(StrFormat("overloaded: %d requests are already queued or running", limit));
-  }
-  state->id = next_request_.fetch_add(1);
-  state->stream = std::make_shared<RequestStream>(state->id);
-  state->timings.submitted = EngineClock::now();
-  auto stream = state->stream;
-  {
-    std::lock_guard lock(mu_);
-    inbox_.push_back(std::move(state));
-  }
-  cv_.notify_all();
-  return stream;
-}
-
 void Engine::AdmitEmbedding(std::unique_ptr<RequestState> r) {
   r->subscribers.push_back({r->id, r->stream});
   RequestState* raw = r.get();

@@ -159,14 +159,18 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(GenerationRequest req) {
     return InvalidArgument(StrFormat("the request needs %d tokens of KV cache; the pool holds %d (raise the KV budget)",
                                      n_prompt + req.max_tokens, cache_->config().n_blocks * kv_.block_size()));
   }
+  auto state = std::make_unique<RequestState>();
+  state->request = std::move(req);
+  return Enqueue(std::move(state));
+}
+
+Result<std::shared_ptr<RequestStream>> Engine::Enqueue(std::unique_ptr<RequestState> state) {
   const int32_t limit = options_.scheduler.max_running + options_.scheduler.max_waiting;
   if (queued_.fetch_add(1) >= limit) {
     queued_.fetch_sub(1);
     return ResourceExhausted(StrFormat("overloaded: %d requests are already queued or running", limit));
   }
-  auto state = std::make_unique<RequestState>();
   state->id = next_request_.fetch_add(1);
-  state->request = std::move(req);
   state->stream = std::make_shared<RequestStream>(state->id);
   state->timings.submitted = EngineClock::now();
   auto stream = state->stream;

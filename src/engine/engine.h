@@ -142,8 +142,10 @@ class Engine {
   // Refreshes stats_'s gauges and adds what stats_ gained since the last call to metrics_. After
   // each step, and when a request ends (before its client can see the end).
   void PublishMetrics();
-  // Embedding requests (embedding.cc). Enqueue: the queue limit, an id and a stream, the inbox.
+  // Every validated request (generation or embedding): the queue limit (ResourceExhausted), an id
+  // and a stream, then the inbox. Thread-safe.
   Result<std::shared_ptr<RequestStream>> Enqueue(std::unique_ptr<RequestState> state);
+  // Embedding requests (embedding.cc).
   void AdmitEmbedding(std::unique_ptr<RequestState> r);
   void AfterEmbedding(const StepOutput& out);
 

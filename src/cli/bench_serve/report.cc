@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/quantile.h"
+
 namespace herd::bench {
 
 using nlohmann::json;
@@ -13,12 +15,7 @@ Distribution Distribute(std::vector<double> v, double scale) {
   if (v.empty()) return d;
   for (double& x : v) x *= scale;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    const double idx = q * static_cast<double>(v.size() - 1);
-    const size_t lo = static_cast<size_t>(idx);
-    const size_t hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
-  };
+  auto at = [&](double q) { return Quantile(v, q); };
   d.n = v.size();
   d.min = v.front();
   d.max = v.back();
