@@ -15,6 +15,7 @@ struct ModelRegistry::Slot {
   double keep_alive_s = 300;  // this model's default
   bool fixed = false;         // AddLoaded: never unloaded
   bool unload_when_idle = false;
+  bool retired = false;  // unregistered while serving: unloads and goes when the last lease does
   int32_t active = 0;
   Clock::time_point last_used{};
   std::optional<Clock::time_point> expires;  // idle deadline while loaded and idle; nullopt: never
@@ -55,9 +56,13 @@ ModelRegistry::~ModelRegistry() {
     for (auto& [name, s] : slots_) {
       if (s->instance) instances.push_back(std::move(s->instance));
     }
+    for (auto& s : retired_) {
+      if (s->instance) instances.push_back(std::move(s->instance));
+    }
   }
   instances.clear();
   for (auto& [name, s] : slots_) HERD_CHECK_MSG(s->active == 0, "a model lease outlived the registry");
+  HERD_CHECK_MSG(retired_.empty(), "a lease on a deleted model outlived the registry");
 }
 
 bool ModelRegistry::Register(ModelEntry entry) {
@@ -78,10 +83,14 @@ bool ModelRegistry::Register(ModelEntry entry) {
 bool ModelRegistry::Unregister(const std::string& name) {
   std::lock_guard lock(mu_);
   auto it = slots_.find(name);
-  if (it == slots_.end() || it->second->fixed || it->second->state == ModelState::kLoading || it->second->active > 0) {
-    return false;
-  }
+  if (it == slots_.end() || it->second->fixed || it->second->state == ModelState::kLoading) return false;
   Slot* s = it->second.get();
+  if (s->active > 0) {  // serving: the name goes now, the model when its requests end (Release)
+    s->retired = true;
+    retired_.push_back(std::move(it->second));
+    slots_.erase(it);
+    return true;
+  }
   if (s->state == ModelState::kLoaded) {
     unload_.push_back(std::move(s->instance));
     reserved_bytes_ -= s->bytes;
@@ -256,6 +265,14 @@ void ModelRegistry::Release(Slot* s, double keep_alive_s) {
   --s->active;
   s->last_used = Clock::now();
   if (s->active > 0 || s->fixed) return;
+  if (s->retired) {
+    if (s->instance) unload_.push_back(std::move(s->instance));  // null while the destructor unloads
+    reserved_bytes_ -= s->bytes;
+    --n_resident_;
+    std::erase_if(retired_, [s](const std::unique_ptr<Slot>& r) { return r.get() == s; });
+    cv_.notify_all();
+    return;
+  }
   if (s->unload_when_idle || keep_alive_s == 0) {
     s->expires = s->last_used;
   } else if (keep_alive_s < 0) {

@@ -70,7 +70,9 @@ class ModelRegistry {
   // Adds or replaces the entry named entry.name. Returns false (and changes nothing) if a model
   // of that name is loading or loaded.
   bool Register(ModelEntry entry);
-  // Removes the entry (unloading it if loaded and idle); false if unknown, loading or in use.
+  // Removes the entry: at once if idle (unloading it if loaded); if requests are using it, its name
+  // goes now (new requests get 404) and the model unloads when the last of them ends. False if
+  // unknown, loading, or added with AddLoaded.
   bool Unregister(const std::string& name);
 
   // Adds an already loaded model (tests, embedders); it stays loaded until the registry goes.
@@ -119,6 +121,7 @@ class ModelRegistry {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<Slot>> retired_;  // unregistered while leased; see Unregister
   std::vector<Slot*> load_queue_;
   std::vector<std::unique_ptr<ModelInstance>> unload_;
   size_t reserved_bytes_ = 0;

@@ -208,11 +208,31 @@ TEST(ModelRegistryTest, RegisterAndUnregisterRespectLoadedModels) {
   r.Start();
   Acquired a = AcquireNow(r, "a");
   EXPECT_FALSE(r.Register(Entry("a")));  // loaded: not replaced
-  EXPECT_FALSE(r.Unregister("a"));       // in use
   a = {};
   EXPECT_TRUE(r.Unregister("a"));
   EXPECT_FALSE(r.Find("a").has_value());
   EXPECT_FALSE(r.Unregister("a"));
+}
+
+TEST(ModelRegistryTest, UnregisterWhileServingRemovesTheNameAndUnloadsAfterTheLastLease) {
+  RegistryOptions options;
+  options.max_loaded_models = 1;
+  ModelRegistry r(options);
+  ASSERT_TRUE(r.Register(Entry("a")));
+  ASSERT_TRUE(r.Register(Entry("b")));
+  r.Start();
+  Acquired a = AcquireNow(r, "a");
+  ASSERT_NE(a.lease, nullptr);
+  EXPECT_TRUE(r.Unregister("a"));  // in use: the name goes at once
+  EXPECT_FALSE(r.Find("a").has_value());
+  EXPECT_EQ(AcquireNow(r, "a").error.kind, api::ErrorKind::kNotFound);
+  EXPECT_FALSE(r.Unregister("a"));
+  EXPECT_EQ(a.lease->name(), "a");  // the running request keeps its model
+  // Still resident: "b" does not fit next to it.
+  EXPECT_EQ(AcquireNow(r, "b").error.kind, api::ErrorKind::kUnavailable);
+  a = {};  // the last lease: "a" unloads and frees its place
+  Acquired b = AcquireNow(r, "b");
+  EXPECT_NE(b.lease, nullptr) << b.error.message;
 }
 
 class CatalogTest : public ::testing::Test {

@@ -254,18 +254,20 @@ TEST_F(OllamaAdminRoutesTest, CopyAndDeleteFileModels) {
   EXPECT_FALSE(Tags().count("tiny-copy:latest"));
   EXPECT_TRUE(fs::exists(testing::TestModelPath("tiny", "F32")));  // files are never deleted
   EXPECT_EQ(Call("DELETE", "/api/delete", {{"model", "tiny-copy"}}).status, 404);
-  // A model serving a request is not deleted (409) until the request ends.
+  // A model serving a request is deleted at once (as Ollama does); the request keeps its model,
+  // which unloads when the request ends.
   ASSERT_EQ(Call("POST", "/api/copy", {{"source", "lazy"}, {"destination", "busy"}}).status, 200);
   std::promise<ModelLease> leased;
   models_->Acquire("busy", std::nullopt, [&](ModelLease l, const api::ApiError&) { leased.set_value(std::move(l)); });
   ModelLease lease = leased.get_future().get();
   ASSERT_TRUE(lease);
   auto busy = Call("DELETE", "/api/delete", {{"model", "busy"}});
-  EXPECT_EQ(busy.status, 409);
-  EXPECT_EQ(busy.body, R"({"error":"model 'busy:latest' is in use by 1 request(s); retry when it is idle"})");
-  lease.reset();
-  EXPECT_EQ(Call("DELETE", "/api/delete", {{"model", "busy"}}).status, 200);  // idle: unloaded, then removed
+  EXPECT_EQ(busy.status, 200) << busy.body;
   EXPECT_FALSE(Tags().count("busy:latest"));
+  EXPECT_EQ(Call("POST", "/api/show", {{"model", "busy"}}).status, 404);
+  EXPECT_EQ(lease->name(), "busy:latest");
+  lease.reset();
+  EXPECT_EQ(Call("DELETE", "/api/delete", {{"model", "busy"}}).status, 404);
   // The harness's model is pinned in memory.
   auto pinned = Call("DELETE", "/api/delete", {{"name", "tiny"}});
   EXPECT_EQ(pinned.status, 409);
