@@ -1,0 +1,200 @@
+// MatMulRunner: picks the path of each matmul and owns its scratch memory.
+//   GEMV path (n_tok <= kGemvMaxTok*): quantized weights take int8 activations (one
+//     QuantizeActivations per call, shared by MatMulShared's weights) and GemvQuant; float
+//     weights take float32 x directly (GemvFloat).
+//   Tensor-core path: x converted once to half (bfloat16 for BF16 weights), then cuBLAS
+//     (fp32 accumulation and output). F16/BF16 weights are used in place; quantized weights are
+//     dequantized to half in tiles of at most kTileBytes, one GEMM per tile. F32 weights: SGEMM
+//     (no TF32).
+#include <cublas_v2.h>
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/matmul_cuda.h"
+#include "kernels/cuda/matmul_internal.h"
+
+namespace herd::cuda {
+namespace {
+
+constexpr int64_t kGemvMaxTokQuant = 8;
+constexpr int64_t kGemvMaxTokFloat = 4;
+constexpr size_t kTileBytes = size_t{64} << 20;
+constexpr size_t kCublasWorkspace = size_t{32} << 20;
+
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// A device buffer that only grows. Growing waits for the stream (the old buffer may still be in
+// use by queued kernels), so it must not happen while the stream is being captured.
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  size_t cap = 0;
+  void* Get(size_t bytes, cudaStream_t stream) {
+    if (bytes <= cap) return ptr;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    HERD_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    HERD_CHECK_MSG(capture == cudaStreamCaptureStatusNone,
+                   "MatMulRunner: scratch must grow to %zu bytes during graph capture; call Reserve first", bytes);
+    if (ptr != nullptr) {
+      HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+      HERD_CUDA_CHECK(cudaFree(ptr));
+      ptr = nullptr;
+    }
+    cap = AlignUp(bytes, size_t{1} << 20);
+    HERD_CUDA_CHECK(cudaMalloc(&ptr, cap));
+    return ptr;
+  }
+  ~DeviceBuffer() {
+    if (ptr != nullptr) cudaFree(ptr);
+  }
+};
+
+}  // namespace
+
+struct MatMulRunner::Impl {
+  cudaStream_t stream;
+  cublasHandle_t blas = nullptr;
+  MatMulPath path = MatMulPath::kAuto;
+  DeviceBuffer act;        // int8 activations + chunk scales
+  DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
+  DeviceBuffer tile;       // dequantized weight rows (half)
+  DeviceBuffer workspace;  // cuBLAS
+
+  explicit Impl(cudaStream_t s) : stream(s) {}
+  ~Impl() {
+    if (blas != nullptr) cublasDestroy(blas);
+  }
+
+  bool UseGemv(DType t, int64_t n_tok) const {
+    if (path != MatMulPath::kAuto) return path == MatMulPath::kGemv;
+    return n_tok <= (IsFloat(t) ? kGemvMaxTokFloat : kGemvMaxTokQuant);
+  }
+
+  cublasHandle_t Blas() {
+    if (blas == nullptr) {
+      HERD_CUBLAS_CHECK(cublasCreate(&blas));
+      HERD_CUBLAS_CHECK(cublasSetStream(blas, stream));
+      HERD_CUBLAS_CHECK(cublasSetWorkspace(blas, workspace.Get(kCublasWorkspace, stream), kCublasWorkspace));
+    }
+    return blas;
+  }
+
+  struct QuantX {
+    const int8_t* xq;
+    const float4* xm;
+  };
+  QuantX Quantize(const float* x, int64_t n_tok, int64_t n_in) {
+    const size_t q_bytes = AlignUp(static_cast<size_t>(n_tok * n_in), 256);
+    auto* base = static_cast<uint8_t*>(act.Get(q_bytes + static_cast<size_t>(n_tok * n_in / 32) * 16, stream));
+    auto* xq = reinterpret_cast<int8_t*>(base);
+    auto* xm = reinterpret_cast<float4*>(base + q_bytes);
+    internal::QuantizeActivations(x, n_tok, n_in, xq, xm, stream);
+    return {xq, xm};
+  }
+
+  const void* Convert(const float* x, int64_t n_tok, int64_t n_in, bool bf16) {
+    void* out = half_x[bf16 ? 1 : 0].Get(static_cast<size_t>(n_tok * n_in) * 2, stream);
+    internal::ConvertActivations(x, n_tok * n_in, bf16, out, stream);
+    return out;
+  }
+
+  // y[:, r0:r0+m] = x · a[0:m]ᵀ with a: [m, k] half/bf16 rows, x: [n_tok, k].
+  void Gemm(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* xh, int64_t n_tok, float* y,
+            int64_t ldy) {
+    const float one = 1.f, zero = 0.f;
+    HERD_CUBLAS_CHECK(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_tok),
+                                   static_cast<int>(k), &one, a, type, static_cast<int>(k), xh, type,
+                                   static_cast<int>(k), &zero, y, CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F,
+                                   CUBLAS_GEMM_DEFAULT));
+  }
+
+  void TensorCore(const TensorView& w, const float* x, const void* xh, int64_t n_tok, float* y) {
+    const int64_t n_in = w.cols(), n_out = w.rows();
+    switch (w.type) {
+      case DType::kF32: {
+        const float one = 1.f, zero = 0.f;
+        HERD_CUBLAS_CHECK(cublasSgemm(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
+                                      static_cast<int>(n_tok), static_cast<int>(n_in), &one,
+                                      static_cast<const float*>(w.data), static_cast<int>(n_in), x,
+                                      static_cast<int>(n_in), &zero, y, static_cast<int>(n_out)));
+        return;
+      }
+      case DType::kF16: return Gemm(w.data, CUDA_R_16F, n_out, n_in, xh, n_tok, y, n_out);
+      case DType::kBF16: return Gemm(w.data, CUDA_R_16BF, n_out, n_in, xh, n_tok, y, n_out);
+      default: break;
+    }
+    int64_t rows = static_cast<int64_t>(kTileBytes / (static_cast<size_t>(n_in) * 2)) / 128 * 128;
+    rows = std::min(std::max<int64_t>(rows, 128), n_out);
+    void* t = tile.Get(static_cast<size_t>(rows * n_in) * 2, stream);
+    for (int64_t r0 = 0; r0 < n_out; r0 += rows) {
+      const int64_t m = std::min(rows, n_out - r0);
+      internal::DequantizeRowsToHalf(w, r0, m, t, stream);
+      Gemm(t, CUDA_R_16F, m, n_in, xh, n_tok, y + r0, n_out);
+    }
+  }
+
+  void Run(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
+    HERD_CHECK(ws.size() == ys.size());
+    if (n_tok == 0 || ws.empty()) return;
+    const int64_t n_in = ws[0].cols();
+    QuantX q{nullptr, nullptr};
+    const void* xh[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const TensorView& w = ws[i];
+      HERD_CHECK_MSG(w.cols() == n_in, "MatMulShared: weights differ in n_in (%lld vs %lld)",
+                     static_cast<long long>(w.cols()), static_cast<long long>(n_in));
+      HERD_CHECK_MSG(n_in % Traits(w.type).block_size == 0, "MatMul: n_in=%lld not a multiple of the %s block",
+                     static_cast<long long>(n_in), DTypeName(w.type).data());
+      if (w.rows() == 0) continue;
+      if (UseGemv(w.type, n_tok)) {
+        if (IsFloat(w.type)) {
+          internal::GemvFloat(w, x, n_tok, ys[i], stream);
+        } else {
+          if (q.xq == nullptr) q = Quantize(x, n_tok, n_in);
+          internal::GemvQuant(w, q.xq, q.xm, n_tok, ys[i], stream);
+        }
+        continue;
+      }
+      const void* h = nullptr;
+      if (w.type != DType::kF32) {
+        const int k = w.type == DType::kBF16 ? 1 : 0;
+        if (xh[k] == nullptr) xh[k] = Convert(x, n_tok, n_in, k == 1);
+        h = xh[k];
+      }
+      TensorCore(w, x, h, n_tok, ys[i]);
+    }
+  }
+};
+
+MatMulRunner::MatMulRunner(cudaStream_t stream) : impl_(std::make_unique<Impl>(stream)) {}
+MatMulRunner::~MatMulRunner() = default;
+
+void MatMulRunner::MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) {
+  float* const ys[1] = {y};
+  impl_->Run(std::span<const TensorView>(&w, 1), x, n_tok, ys);
+}
+
+void MatMulRunner::MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
+                                std::span<float* const> ys) {
+  impl_->Run(ws, x, n_tok, ys);
+}
+
+void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
+  Impl& m = *impl_;
+  const auto gemv_tok = std::min(n_tok, std::max(kGemvMaxTokQuant, kGemvMaxTokFloat));
+  m.act.Get(AlignUp(static_cast<size_t>(gemv_tok * n_in), 256) + static_cast<size_t>(gemv_tok * n_in / 32) * 16,
+            m.stream);
+  if (n_tok > std::min(kGemvMaxTokQuant, kGemvMaxTokFloat) || m.path == MatMulPath::kTensorCore) {
+    m.Blas();
+    for (DeviceBuffer& b : m.half_x) b.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);
+    const int64_t rows =
+        std::max<int64_t>(128, static_cast<int64_t>(kTileBytes / (static_cast<size_t>(n_in) * 2)) / 128 * 128);
+    m.tile.Get(static_cast<size_t>(rows * n_in) * 2, m.stream);
+  }
+}
+
+void MatMulRunner::set_path(MatMulPath path) { impl_->path = path; }
+
+}  // namespace herd::cuda

@@ -1,0 +1,55 @@
+// Matrix multiplication on the GPU: y = x · Wᵀ for every weight type herd loads (kWeightTypes),
+// with the shapes of kernels/matmul.h:
+//   w: [n_out, n_in] in device memory (CudaBackend::PrepareWeight's upload, same byte layout as
+//      the GGUF tensor: rows of RowBytes(type, n_in) bytes; quantized blocks dequantized inside the
+//      kernels, never expanded to a full-precision copy of the model)
+//   x: [n_tok, n_in] float32, device;  y: [n_tok, n_out] float32, device
+// Small n_tok (decode): GEMV-style kernels that stream the weights once. Large n_tok (prefill):
+// tensor cores (cuBLAS/cuBLASLt for F16/BF16/F32; quantized weights dequantized tile by tile or
+// into a bounded scratch buffer, then tensor-core GEMMs).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "tensor/tensor.h"
+
+namespace herd::cuda {
+
+// Which kernels MatMul uses. kAuto (the default) picks by weight type and n_tok: GEMV kernels
+// for small n_tok, tensor cores above. kGemv / kTensorCore force one path for any n_tok (tests
+// and benchmarks compare them).
+enum class MatMulPath { kAuto, kGemv, kTensorCore };
+
+// One per stream (not thread-safe): owns the cuBLAS handle and the scratch buffers (quantized
+// activations, dequantized weight tiles) that grow to the largest call seen.
+class MatMulRunner {
+ public:
+  explicit MatMulRunner(cudaStream_t stream);
+  ~MatMulRunner();
+  MatMulRunner(const MatMulRunner&) = delete;
+  MatMulRunner& operator=(const MatMulRunner&) = delete;
+
+  // Queues y = x · wᵀ on the stream. Any kWeightTypes type; w.cols a multiple of its block size.
+  void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y);
+  // ys[i] = x · ws[i]ᵀ for weights sharing one input (Q/K/V, gate/up): x is converted once.
+  void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys);
+
+  // Grows the scratch buffers (below) for any weight with up to n_in columns and calls of up to
+  // n_tok tokens, so that such calls allocate nothing: call it before capturing a CUDA graph.
+  // Otherwise buffers grow on demand, which synchronizes the stream once per growth. Scratch:
+  // 1.5*n_tok*n_in bytes (int8 activations, GEMV path) or 2*n_tok*n_in (half activations)
+  // + at most 64 MiB (a half tile of dequantized weights) + 32 MiB cuBLAS workspace (tensor-core
+  // path).
+  void Reserve(int64_t n_tok, int64_t n_in);
+  void set_path(MatMulPath path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace herd::cuda
