@@ -4,8 +4,10 @@
 //
 // Quantized rows: one thread block per (row, segment of at most 256 chunks). The segment's bytes
 // are copied to shared memory (16-byte copies when rows are aligned), then each thread decodes
-// one 32-element chunk with DecodeChunk and writes 32 outputs. value = sc*q + mn is evaluated as
-// a rounded product then a rounded sum, the order ref::DequantizeRow uses (d*sc*q - dmin*m).
+// one 32-element chunk with DecodeChunk and writes 32 outputs. value = fma(sc, q, mn) with
+// sc = d*sc_j and mn = -(dmin*m_j) (or m) rounded first: the operations ref::DequantizeRow
+// compiles to with GCC's default -ffp-contract=fast (d*sc*q - dmin*m as one fused
+// multiply-subtract), so GetRows matches it bit for bit.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -63,7 +65,7 @@ __global__ void DequantRowsKernel(const uint8_t* w, int64_t row_bytes, int64_t t
   for (int k = 0; k < 8; ++k) {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      f[4 * k + i] = __fadd_rn(__fmul_rn(ch.sc[k >> 2], static_cast<float>(ByteAt(ch.w[k], i))), ch.mn[k >> 2]);
+      f[4 * k + i] = __fmaf_rn(ch.sc[k >> 2], static_cast<float>(ByteAt(ch.w[k], i)), ch.mn[k >> 2]);
   }
   Out* oc = o + lc * 32;
   if (!vec_out) {

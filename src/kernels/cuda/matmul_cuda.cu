@@ -68,8 +68,7 @@ struct MatMulRunner::Impl {
   }
 
   bool UseGemv(DType t, int64_t n_tok) const {
-    if (path != MatMulPath::kAuto) return path == MatMulPath::kGemv;
-    return n_tok <= (IsFloat(t) ? kGemvMaxTokFloat : kGemvMaxTokQuant);
+    return (path == MatMulPath::kAuto ? AutoPath(t, n_tok) : path) == MatMulPath::kGemv;
   }
 
   cublasHandle_t Blas() {
@@ -196,5 +195,9 @@ void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
 }
 
 void MatMulRunner::set_path(MatMulPath path) { impl_->path = path; }
+
+MatMulPath MatMulRunner::AutoPath(DType type, int64_t n_tok) {
+  return n_tok <= (IsFloat(type) ? kGemvMaxTokFloat : kGemvMaxTokQuant) ? MatMulPath::kGemv : MatMulPath::kTensorCore;
+}
 
 }  // namespace herd::cuda

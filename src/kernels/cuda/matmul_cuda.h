@@ -46,6 +46,8 @@ class MatMulRunner {
   // path).
   void Reserve(int64_t n_tok, int64_t n_in);
   void set_path(MatMulPath path);
+  // The path kAuto takes for a weight of `type` at n_tok tokens (kGemv or kTensorCore).
+  static MatMulPath AutoPath(DType type, int64_t n_tok);
 
  private:
   struct Impl;

@@ -1,0 +1,259 @@
+// MatMulRunner benchmark on llama-3.1-8b and llama-3.2-1b projection shapes.
+//   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
+//                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc]
+// For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
+// enough copies that the copies together exceed 2x L2 (so a call never finds its weights in
+// L2), one CUDA graph of kCalls calls rotating over the copies (launch gaps as in graph-captured
+// decode), timed by CUDA events over --reps replays; the median per call is printed with the
+// weight bandwidth (weight bytes / time) and TFLOP/s (2 n_in n_out n_tok / time). Activation
+// conversion kernels are part of each call. "auto" marks the path MatMulRunner picks by default.
+// Also prints the device-to-device copy bandwidth (bytes read + written) for reference.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/matmul_cuda.h"
+#include "tensor/dtype.h"
+
+namespace herd::cuda {
+namespace {
+
+constexpr int kCalls = 20;
+
+__device__ __forceinline__ uint32_t Hash(uint64_t i, uint32_t seed) {
+  uint64_t x = i * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return static_cast<uint32_t>(x ^ (x >> 32));
+}
+
+// Random bytes; then every 16-bit field listed in `fields` (byte offsets within blocks of
+// `block` bytes) set to a random half in ±[2^-9, 2^-6]; plain F16/BF16: every element a random
+// value in ±[2^-4, 2).
+__global__ void FillKernel(uint8_t* p, size_t n, uint32_t seed, int block, int f0, int f1, int plain16, bool bf16) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const uint32_t h = Hash(i, seed);
+  uint8_t v = static_cast<uint8_t>(h);
+  if (plain16) {
+    // Sign, exponent 2^-4..2^0, random mantissa; written byte by byte (low byte first).
+    const uint32_t e = bf16 ? 123 + (h >> 8) % 5 : 11 + (h >> 8) % 5;
+    const uint32_t hv = bf16 ? ((h >> 16) & 0x8000u) | (e << 7) | ((h >> 20) & 0x7F)
+                             : ((h >> 16) & 0x8000u) | (e << 10) | ((h >> 18) & 0x3FF);
+    v = static_cast<uint8_t>((i & 1) ? hv >> 8 : hv);
+    // The two bytes of one element come from different hashes; fine for timing data.
+  } else {
+    const int off = static_cast<int>(i % block);
+    for (int f : {f0, f1}) {
+      if (f >= 0 && (off == f || off == f + 1)) {
+        const uint32_t hv = ((h >> 16) & 0x8000u) | ((6 + (h >> 8) % 3) << 10) | ((h >> 18) & 0x3FF);
+        v = static_cast<uint8_t>(off == f ? hv : hv >> 8);
+      }
+    }
+  }
+  p[i] = v;
+}
+
+__global__ void FillFloatKernel(float* p, size_t n, uint32_t seed) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = (static_cast<float>(Hash(i, seed) & 0xFFFF) / 32768.f - 1.f) + 0.001f;
+}
+
+void Fields(DType t, int* f0, int* f1) {
+  *f0 = -1, *f1 = -1;
+  switch (t) {
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ8_0: *f0 = 0; break;
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K: *f0 = 0, *f1 = 2; break;
+    case DType::kQ2_K: *f0 = 80, *f1 = 82; break;
+    case DType::kQ3_K: *f0 = 108; break;
+    case DType::kQ6_K: *f0 = 208; break;
+    default: break;
+  }
+}
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+struct ShapeSpec {
+  const char* model;
+  int64_t n_in, n_out;
+};
+
+float Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double CopyBandwidth(cudaStream_t stream) {
+  const size_t bytes = size_t{1} << 30;
+  void *a, *b;
+  HERD_CUDA_CHECK(cudaMalloc(&a, bytes));
+  HERD_CUDA_CHECK(cudaMalloc(&b, bytes));
+  HERD_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, stream));
+  cudaEvent_t e0, e1;
+  HERD_CUDA_CHECK(cudaEventCreate(&e0));
+  HERD_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int i = 0; i < 6; ++i) {
+    HERD_CUDA_CHECK(cudaEventRecord(e0, stream));
+    HERD_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+    HERD_CUDA_CHECK(cudaEventRecord(e1, stream));
+    HERD_CUDA_CHECK(cudaEventSynchronize(e1));
+    float t;
+    HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (i > 0) ms.push_back(t);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * bytes / (Median(ms) * 1e-3) / 1e9;
+}
+
+int Main(int argc, char** argv) {
+  std::string models = "8b,1b", types = "F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K", toks = "1,2,4,8,16,64,512", paths = "gemv,tc";
+  int reps = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--models")
+      models = v;
+    else if (k == "--types")
+      types = v;
+    else if (k == "--tok")
+      toks = v;
+    else if (k == "--paths")
+      paths = v;
+    else if (k == "--reps")
+      reps = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::string why;
+  if (!DeviceAvailable(&why)) {
+    std::fprintf(stderr, "no GPU: %s\n", why.c_str());
+    return 1;
+  }
+  cudaDeviceProp prop;
+  HERD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  cudaStream_t stream;
+  HERD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::printf("device: %s, %d SMs, L2 %d MiB; copy bandwidth (read+write) %.0f GB/s\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20, CopyBandwidth(stream));
+
+  const std::vector<ShapeSpec> all_shapes = {
+      {"8b", 4096, 4096}, {"8b", 4096, 1024}, {"8b", 4096, 14336}, {"8b", 14336, 4096}, {"8b", 4096, 128256},
+      {"1b", 2048, 2048}, {"1b", 2048, 512},  {"1b", 2048, 8192},  {"1b", 8192, 2048},  {"1b", 2048, 128256}};
+  const std::vector<std::string> model_list = Split(models), path_list = Split(paths);
+  std::vector<int64_t> tok_list;
+  for (const std::string& t : Split(toks)) tok_list.push_back(std::atoll(t.c_str()));
+  const int64_t max_tok = *std::max_element(tok_list.begin(), tok_list.end());
+
+  MatMulRunner runner(stream);
+  std::printf("%-4s %6s %7s %-5s %4s %-5s %5s %10s %8s %8s\n", "model", "n_in", "n_out", "type", "tok", "path", "auto",
+              "us", "GB/s", "TFLOP/s");
+  for (const ShapeSpec& s : all_shapes) {
+    if (std::find(model_list.begin(), model_list.end(), s.model) == model_list.end()) continue;
+    float* x;
+    float* y;
+    HERD_CUDA_CHECK(cudaMalloc(&x, max_tok * s.n_in * 4));
+    HERD_CUDA_CHECK(cudaMalloc(&y, max_tok * s.n_out * 4));
+    FillFloatKernel<<<(max_tok * s.n_in + 255) / 256, 256, 0, stream>>>(x, max_tok * s.n_in, 17);
+    HERD_CUDA_CHECK_LAUNCH();
+    runner.Reserve(max_tok, s.n_in);
+    for (const std::string& tname : Split(types)) {
+      const auto type = DTypeFromName(tname);
+      if (!type) {
+        std::fprintf(stderr, "unknown type %s\n", tname.c_str());
+        return 2;
+      }
+      const size_t bytes = RowBytes(*type, s.n_in) * s.n_out;
+      const int copies = static_cast<int>(
+          std::clamp<size_t>((2 * static_cast<size_t>(prop.l2CacheSize) + bytes - 1) / bytes + 1, 1, 16));
+      std::vector<void*> ws(copies);
+      int f0, f1;
+      Fields(*type, &f0, &f1);
+      for (int c = 0; c < copies; ++c) {
+        HERD_CUDA_CHECK(cudaMalloc(&ws[c], bytes));
+        FillKernel<<<static_cast<unsigned>((bytes + 255) / 256), 256, 0, stream>>>(
+            static_cast<uint8_t*>(ws[c]), bytes, 100 + c, static_cast<int>(Traits(*type).type_size), f0, f1,
+            *type == DType::kF16 || *type == DType::kBF16, *type == DType::kBF16);
+        HERD_CUDA_CHECK_LAUNCH();
+      }
+      for (int64_t n_tok : tok_list) {
+        for (const std::string& pname : path_list) {
+          const MatMulPath path = pname == "tc" ? MatMulPath::kTensorCore : MatMulPath::kGemv;
+          if (path == MatMulPath::kGemv && n_tok > 64) continue;
+          if (path == MatMulPath::kTensorCore && n_tok == 1 && Traits(*type).quantized) continue;
+          runner.set_path(path);
+          for (int c = 0; c < copies; ++c) {
+            runner.MatMul(TensorView::Matrix(*type, s.n_out, s.n_in, ws[c]), x, n_tok, y);  // warm-up
+          }
+          HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+          cudaGraph_t graph;
+          HERD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+          for (int i = 0; i < kCalls; ++i)
+            runner.MatMul(TensorView::Matrix(*type, s.n_out, s.n_in, ws[i % copies]), x, n_tok, y);
+          HERD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+          cudaGraphExec_t exec;
+          HERD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+          HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+          cudaEvent_t e0, e1;
+          HERD_CUDA_CHECK(cudaEventCreate(&e0));
+          HERD_CUDA_CHECK(cudaEventCreate(&e1));
+          std::vector<float> ms;
+          for (int r = 0; r < reps; ++r) {
+            HERD_CUDA_CHECK(cudaEventRecord(e0, stream));
+            HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+            HERD_CUDA_CHECK(cudaEventRecord(e1, stream));
+            HERD_CUDA_CHECK(cudaEventSynchronize(e1));
+            float t;
+            HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+            ms.push_back(t / kCalls);
+          }
+          cudaEventDestroy(e0);
+          cudaEventDestroy(e1);
+          HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+          HERD_CUDA_CHECK(cudaGraphDestroy(graph));
+          const double us = Median(ms) * 1e3;
+          std::printf("%-4s %6lld %7lld %-5s %4lld %-5s %5s %10.1f %8.0f %8.1f\n", s.model,
+                      static_cast<long long>(s.n_in), static_cast<long long>(s.n_out), tname.c_str(),
+                      static_cast<long long>(n_tok), pname.c_str(),
+                      MatMulRunner::AutoPath(*type, n_tok) == path ? "*" : "", us, bytes / (us * 1e-6) / 1e9,
+                      2.0 * s.n_in * s.n_out * n_tok / (us * 1e-6) / 1e12);
+          std::fflush(stdout);
+        }
+      }
+      for (void* p : ws) HERD_CUDA_CHECK(cudaFree(p));
+    }
+    HERD_CUDA_CHECK(cudaFree(x));
+    HERD_CUDA_CHECK(cudaFree(y));
+  }
+  HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+  return 0;
+}
+
+}  // namespace
+}  // namespace herd::cuda
+
+int main(int argc, char** argv) { return herd::cuda::Main(argc, argv); }

@@ -1,0 +1,359 @@
+// MatMulRunner and GetRows on the GPU against the CPU for every weight type, odd shapes, both
+// matmul paths (GEMV and tensor cores, forced) and the automatic choice.
+//
+// Weights are random block bytes (every code, scale nibble and high bit pattern occurs) with
+// random finite half scales; activations are random normals (never zeros); outputs are
+// poisoned with NaN before every run. Two checks per output element:
+//  1. against an oracle with the GPU's own rounding of the inputs, in double:
+//     GEMV path, quantized w: x quantized per 32 values to int8 with a float scale exactly as
+//       QuantizeActivations does, times ref::DequantizeRow(w);
+//     GEMV path, float w: float32 x times w;
+//     tensor-core path: x rounded to half (bfloat16 for BF16 w; float32 for F32 w) times w
+//       rounded to half (quantized w: ref::DequantizeRow then half).
+//     Tolerance |y - oracle| <= 1e-4 * sum_i |w_i x_i|: only float32 summation order and the
+//     algebraic split of scales/offsets differ, a few ulps of that magnitude per term; one
+//     wrong code, scale or offset moves y by ~1e-3..1 of it.
+//  2. against ref::MatMul (which quantizes x to Q8_0/Q8_1 blocks of 32, or Q8_K blocks of 256
+//     for the K-quants, so its int8 rounding differs from the GPU's): ||y - y_ref|| <= tol ||y_ref||
+//     with tol = 3e-2 for quantized w (each side carries ~0.5% rms activation rounding error for
+//     normal x: max|x|/127/sqrt(12) per value over a typical |x| of ~0.8 max/2.5), 1e-5 for
+//     float w on the GEMV path (float32 everywhere), and on the tensor-core path 2e-3 for F16
+//     (x rounded to half: 2^-11 relative) and 1e-2 for BF16 (2^-8).
+// GetRows must equal ref::GetRows exactly (both evaluate the same float operations).
+#include "kernels/cuda/matmul_cuda.h"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dequantize_cuda.h"
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "kernels/quants.h"
+
+namespace herd::cuda {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                           \
+  do {                                               \
+    std::string why;                                 \
+    if (!DeviceAvailable(&why)) GTEST_SKIP() << why; \
+  } while (0)
+
+// Device memory owned by the test.
+struct DeviceMem {
+  void* p = nullptr;
+  explicit DeviceMem(size_t bytes) { HERD_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 16))); }
+  ~DeviceMem() { cudaFree(p); }
+  DeviceMem(const DeviceMem&) = delete;
+  DeviceMem& operator=(const DeviceMem&) = delete;
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+};
+
+template <typename T>
+std::vector<T> Download(const void* d, size_t n) {
+  std::vector<T> h(n);
+  HERD_CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// Byte offsets of the half-precision scale fields of one block (d, and dmin or m).
+std::vector<int> HalfFields(DType t) {
+  switch (t) {
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ8_0: return {0};
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K: return {0, 2};
+    case DType::kQ2_K: return {80, 82};
+    case DType::kQ3_K: return {108};
+    case DType::kQ6_K: return {208};
+    default: return {};
+  }
+}
+
+// A random [rows, cols] weight matrix of `type` in host memory.
+std::vector<uint8_t> RandomWeights(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+  const size_t bytes = RowBytes(type, cols) * rows;
+  std::vector<uint8_t> w(bytes);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  if (type == DType::kF32 || type == DType::kF16 || type == DType::kBF16) {
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const float v = nd(rng);
+      if (type == DType::kF32) {
+        std::memcpy(w.data() + 4 * i, &v, 4);
+      } else {
+        const uint16_t h = type == DType::kF16 ? Fp32ToFp16(v) : Fp32ToBf16(v);
+        std::memcpy(w.data() + 2 * i, &h, 2);
+      }
+    }
+    return w;
+  }
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (uint8_t& b : w) b = static_cast<uint8_t>(byte(rng));
+  std::uniform_real_distribution<float> mag(0.002f, 0.02f);
+  const size_t bb = Traits(type).type_size;
+  const std::vector<int> fields = HalfFields(type);
+  for (size_t blk = 0; blk < bytes / bb; ++blk) {
+    for (size_t f = 0; f < fields.size(); ++f) {
+      // d: either sign for the types that allow it; dmin/m: any sign too (the formats allow it).
+      const float v = mag(rng) * (byte(rng) & 1 ? 1.f : -1.f);
+      const uint16_t h = Fp32ToFp16(v);
+      std::memcpy(w.data() + blk * bb + fields[f], &h, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<float> RandomActivations(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(n);
+  for (float& v : x) {
+    v = nd(rng);
+    if (v == 0.f) v = 0.5f;
+  }
+  return x;
+}
+
+// The GPU's activation rounding on the GEMV path (QuantizeActivations), dequantized.
+std::vector<float> QuantizeLikeGpu(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t c = 0; c < x.size() / 32; ++c) {
+    float amax = 0.f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * c + i]));
+    const float d = amax / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    for (int i = 0; i < 32; ++i) {
+      const float q = std::clamp(std::nearbyint(x[32 * c + i] * id), -127.f, 127.f);
+      out[32 * c + i] = d * q;  // exact in double below: d and q are both exact floats
+    }
+  }
+  return out;
+}
+
+enum class Path { kGemv, kTensorCore };
+
+// Oracle of check 1: y[t, o] and sum |w x| in double with the path's input rounding.
+void Oracle(DType type, Path path, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in,
+            const std::vector<float>& x, int64_t n_tok, std::vector<double>* y, std::vector<double>* mag) {
+  const bool is_float = type == DType::kF32 || type == DType::kF16 || type == DType::kBF16;
+  std::vector<float> wf(n_out * n_in);
+  for (int64_t o = 0; o < n_out; ++o)
+    ref::DequantizeRow(type, w.data() + o * RowBytes(type, n_in), &wf[o * n_in], n_in);
+  std::vector<float> xr = x;
+  if (path == Path::kGemv) {
+    if (!is_float) xr = QuantizeLikeGpu(x);
+  } else if (type != DType::kF32) {
+    const bool bf = type == DType::kBF16;
+    for (float& v : xr) v = bf ? Bf16ToFp32(Fp32ToBf16(v)) : Fp16ToFp32(Fp32ToFp16(v));
+    if (!is_float) {
+      for (float& v : wf) v = Fp16ToFp32(Fp32ToFp16(v));
+    }
+  }
+  y->assign(n_tok * n_out, 0.0);
+  mag->assign(n_tok * n_out, 0.0);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t o = 0; o < n_out; ++o) {
+      double s = 0, m = 0;
+      for (int64_t i = 0; i < n_in; ++i) {
+        const double p = static_cast<double>(wf[o * n_in + i]) * xr[t * n_in + i];
+        s += p;
+        m += std::fabs(p);
+      }
+      (*y)[t * n_out + o] = s;
+      (*mag)[t * n_out + o] = m;
+    }
+  }
+}
+
+double RefTolerance(DType type, Path path) {
+  if (type == DType::kF32 || type == DType::kF16 || type == DType::kBF16) {
+    if (path == Path::kGemv || type == DType::kF32) return 1e-5;
+    return type == DType::kF16 ? 2e-3 : 1e-2;
+  }
+  return 3e-2;
+}
+
+struct Shape {
+  int64_t n_out, n_in, n_tok;
+};
+
+// Shapes per type: one block, a few blocks, an aligned 2048 and a long odd row, each with
+// n_out in {1, 7, 67, 300} and n_tok in {1, 2, 5, 16, 33, 130, 512} (the large products use
+// the smaller n_out so the CPU oracles stay fast).
+std::vector<Shape> ShapesFor(DType type) {
+  const int64_t bs = Traits(type).block_size;
+  std::vector<int64_t> n_ins;
+  if (bs == 1) {
+    n_ins = {7, 40, 2048, 4104};
+  } else if (bs == 32) {
+    n_ins = {32, 96, 2048, 1056};
+  } else {
+    n_ins = {256, 768, 2048, 4352};
+  }
+  std::vector<Shape> out;
+  for (int64_t n_in : n_ins) {
+    out.push_back({1, n_in, 1});
+    out.push_back({7, n_in, 2});
+    out.push_back({67, n_in, 5});
+    out.push_back({300, n_in, 1});
+    out.push_back({300, n_in, 16});
+    out.push_back({7, n_in, 33});
+    out.push_back({67, n_in, 130});
+    out.push_back({7, n_in, 512});
+  }
+  out.push_back({300, 2 * bs * (bs == 1 ? 64 : 1), 8});
+  return out;
+}
+
+class MatMulCudaTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
+  SKIP_WITHOUT_GPU();
+  const DType type = GetParam();
+  std::mt19937 rng(1234 + static_cast<int>(type));
+  cudaStream_t stream;
+  HERD_CUDA_CHECK(cudaStreamCreate(&stream));
+  {
+    MatMulRunner runner(stream);
+    for (const Shape& s : ShapesFor(type)) {
+      const std::vector<uint8_t> w = RandomWeights(type, s.n_out, s.n_in, rng);
+      const std::vector<float> x = RandomActivations(s.n_tok * s.n_in, rng);
+      DeviceMem dw(w.size()), dx(x.size() * 4), dy(s.n_tok * s.n_out * 4);
+      HERD_CUDA_CHECK(cudaMemcpy(dw.p, w.data(), w.size(), cudaMemcpyHostToDevice));
+      HERD_CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+      const TensorView view = TensorView::Matrix(type, s.n_out, s.n_in, dw.p);
+      const TensorView host_view = TensorView::Matrix(type, s.n_out, s.n_in, const_cast<uint8_t*>(w.data()));
+      std::vector<float> y_ref(s.n_tok * s.n_out);
+      ref::MatMul(host_view, x.data(), s.n_tok, y_ref.data());
+      double ref_norm = 0;
+      for (float v : y_ref) ref_norm += static_cast<double>(v) * v;
+      ref_norm = std::sqrt(ref_norm);
+
+      for (MatMulPath mp : {MatMulPath::kGemv, MatMulPath::kTensorCore, MatMulPath::kAuto}) {
+        SCOPED_TRACE(std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) +
+                     " n_in=" + std::to_string(s.n_in) + " n_tok=" + std::to_string(s.n_tok) +
+                     " path=" + std::to_string(static_cast<int>(mp)));
+        HERD_CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, s.n_tok * s.n_out * 4, stream));  // NaN
+        runner.set_path(mp);
+        runner.MatMul(view, dx.as<float>(), s.n_tok, dy.as<float>());
+        HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const std::vector<float> y = Download<float>(dy.p, s.n_tok * s.n_out);
+        const Path path = mp == MatMulPath::kTensorCore ? Path::kTensorCore : Path::kGemv;
+        std::vector<double> y_or, mag;  // kAuto: one of the forced paths, checked there
+        if (mp != MatMulPath::kAuto) Oracle(type, path, w, s.n_out, s.n_in, x, s.n_tok, &y_or, &mag);
+        double diff2 = 0;
+        int bad = 0;
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_TRUE(std::isfinite(y[i])) << "element " << i << " not written or not finite";
+          diff2 += (static_cast<double>(y[i]) - y_ref[i]) * (static_cast<double>(y[i]) - y_ref[i]);
+          if (mp != MatMulPath::kAuto && std::fabs(y[i] - y_or[i]) > 1e-4 * mag[i] + 1e-30 && bad++ < 5) {
+            ADD_FAILURE() << "element " << i << " (tok " << i / s.n_out << ", out " << i % s.n_out << "): gpu " << y[i]
+                          << " oracle " << y_or[i] << " magnitude " << mag[i];
+          }
+        }
+        const double tol = mp == MatMulPath::kAuto ? 3e-2 : RefTolerance(type, path);
+        EXPECT_LE(std::sqrt(diff2), tol * ref_norm) << "relative error vs ref::MatMul " << std::sqrt(diff2) / ref_norm;
+      }
+    }
+  }
+  HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST_P(MatMulCudaTest, GetRowsIsExact) {
+  SKIP_WITHOUT_GPU();
+  const DType type = GetParam();
+  std::mt19937 rng(99 + static_cast<int>(type));
+  const int64_t bs = Traits(type).block_size;
+  // One block, an unaligned few, an aligned 2048, and a row of several dequantize segments.
+  for (int64_t cols : {bs == 1 ? int64_t{5} : bs, 3 * std::max<int64_t>(bs, 32), int64_t{2048}, int64_t{9216}}) {
+    SCOPED_TRACE(std::string(DTypeName(type)) + " cols=" + std::to_string(cols));
+    const int64_t rows = 37, n = 50;
+    const std::vector<uint8_t> table = RandomWeights(type, rows, cols, rng);
+    std::vector<int32_t> ids(n);
+    std::uniform_int_distribution<int32_t> pick(0, rows - 1);
+    for (int32_t& id : ids) id = pick(rng);
+    ids[0] = 0, ids[1] = rows - 1, ids[2] = ids[3];
+    DeviceMem dt(table.size()), di(n * 4), dout(n * cols * 4);
+    HERD_CUDA_CHECK(cudaMemcpy(dt.p, table.data(), table.size(), cudaMemcpyHostToDevice));
+    HERD_CUDA_CHECK(cudaMemcpy(di.p, ids.data(), n * 4, cudaMemcpyHostToDevice));
+    HERD_CUDA_CHECK(cudaMemset(dout.p, 0xFF, n * cols * 4));
+    GetRows(TensorView::Matrix(type, rows, cols, dt.p), di.as<int32_t>(), n, dout.as<float>(), nullptr);
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::vector<float> got = Download<float>(dout.p, n * cols);
+    std::vector<float> want(n * cols);
+    ref::GetRows(TensorView::Matrix(type, rows, cols, const_cast<uint8_t*>(table.data())), ids.data(), n, want.data());
+    int bad = 0;
+    for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+      if (!(got[i] == want[i])) {
+        ++bad;
+        ADD_FAILURE() << "row " << i / cols << " col " << i % cols << ": gpu " << got[i] << " ref " << want[i];
+      }
+    }
+  }
+}
+
+TEST(MatMulCudaSharedTest, SharedInputMatchesSeparateCalls) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(7);
+  const int64_t n_in = 2048;
+  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kBF16, DType::kQ8_0};
+  const int64_t n_outs[] = {300, 67, 129, 64, 7};
+  cudaStream_t stream;
+  HERD_CUDA_CHECK(cudaStreamCreate(&stream));
+  {
+    MatMulRunner runner(stream);
+    for (int64_t n_tok : {1, 3, 9, 40}) {
+      SCOPED_TRACE("n_tok=" + std::to_string(n_tok));
+      const std::vector<float> x = RandomActivations(n_tok * n_in, rng);
+      DeviceMem dx(x.size() * 4);
+      HERD_CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+      std::vector<std::unique_ptr<DeviceMem>> dws, dys, dy1s;
+      std::vector<TensorView> views;
+      std::vector<float*> ys;
+      for (size_t i = 0; i < std::size(types); ++i) {
+        const std::vector<uint8_t> w = RandomWeights(types[i], n_outs[i], n_in, rng);
+        dws.push_back(std::make_unique<DeviceMem>(w.size()));
+        HERD_CUDA_CHECK(cudaMemcpy(dws.back()->p, w.data(), w.size(), cudaMemcpyHostToDevice));
+        views.push_back(TensorView::Matrix(types[i], n_outs[i], n_in, dws.back()->p));
+        dys.push_back(std::make_unique<DeviceMem>(n_tok * n_outs[i] * 4));
+        dy1s.push_back(std::make_unique<DeviceMem>(n_tok * n_outs[i] * 4));
+        HERD_CUDA_CHECK(cudaMemset(dys.back()->p, 0xFF, n_tok * n_outs[i] * 4));
+        HERD_CUDA_CHECK(cudaMemset(dy1s.back()->p, 0xFF, n_tok * n_outs[i] * 4));
+        ys.push_back(dys.back()->as<float>());
+      }
+      runner.MatMulShared(views, dx.as<float>(), n_tok, ys);
+      for (size_t i = 0; i < views.size(); ++i) runner.MatMul(views[i], dx.as<float>(), n_tok, dy1s[i]->as<float>());
+      HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+      for (size_t i = 0; i < views.size(); ++i) {
+        const std::vector<float> a = Download<float>(dys[i]->p, n_tok * n_outs[i]);
+        const std::vector<float> b = Download<float>(dy1s[i]->p, n_tok * n_outs[i]);
+        for (size_t k = 0; k < a.size(); ++k) {
+          ASSERT_TRUE(std::isfinite(a[k])) << DTypeName(types[i]) << " element " << k;
+          ASSERT_EQ(a[k], b[k]) << DTypeName(types[i]) << " element " << k;
+        }
+      }
+    }
+  }
+  HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+std::string TypeName(const ::testing::TestParamInfo<DType>& info) { return std::string(DTypeName(info.param)); }
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, MatMulCudaTest, ::testing::ValuesIn(kWeightTypes), TypeName);
+
+}  // namespace
+}  // namespace herd::cuda
