@@ -1,5 +1,6 @@
 // The server's cost per streamed token: HTTP + JSON + SSE/NDJSON on top of the engine. Run:
 //   build/bin/herd_serve_overhead_bench [--model FILE.gguf] [--streams 16] [--tokens 256]
+//                                       [--repeat 3] [--direct-writes 1|0]
 //
 // The same workload (S streams, each a distinct greedy prompt generating T tokens) runs twice on
 // fresh model instances of the same file, 1 compute thread:
@@ -53,6 +54,7 @@ struct Options {
   int streams = 16;
   int tokens = 256;
   int repeat = 3;  // each path runs this often; the least CPU per token is reported (noise only adds)
+  bool direct_writes = true;  // HttpServerConfig::direct_writes (--direct-writes 0 to compare)
 };
 
 std::unique_ptr<server::ModelInstance> LoadModel(const Options& o) {
@@ -147,6 +149,7 @@ Run ThroughApi(const Options& o, const std::string& api) {
   server::AddOllamaRoutes(router, models);
   HttpServerConfig hc;
   hc.port = 0;
+  hc.direct_writes = o.direct_writes;
   HttpServer http(hc, std::move(router));
   if (!http.Start().ok()) std::exit(1);
   int64_t before = 0;
@@ -180,11 +183,12 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--streams")) o.streams = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--tokens")) o.tokens = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--repeat")) o.repeat = std::max(1, std::atoi(argv[i + 1]));
+    if (!std::strcmp(argv[i], "--direct-writes")) o.direct_writes = std::atoi(argv[i + 1]) != 0;
   }
   herd::SetLogLevel(herd::LogLevel::kWarn);
   if (o.model.empty()) o.model = herd::testing::TestModelPath("tiny", "F32");
-  std::printf("model %s, %d streams x %d tokens, 1 compute thread, 2 I/O threads, best of %d\n", o.model.c_str(),
-              o.streams, o.tokens, o.repeat);
+  std::printf("model %s, %d streams x %d tokens, 1 compute thread, 2 I/O threads, direct writes %s, best of %d\n",
+              o.model.c_str(), o.streams, o.tokens, o.direct_writes ? "on" : "off", o.repeat);
   const auto best = [&o](const std::function<herd::Run()>& run) {
     herd::Run b;
     for (int i = 0; i < o.repeat; ++i) {

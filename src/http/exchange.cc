@@ -1,5 +1,9 @@
 #include "http/exchange.h"
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
 #include <cstdio>
 
 #include "http/session.h"
@@ -69,6 +73,35 @@ std::shared_ptr<Session> Exchange::QueueLocked(std::string_view bytes) {
   return session_;
 }
 
+std::shared_ptr<Session> Exchange::SendOrQueueLocked(const std::string_view* parts, size_t n) {
+  size_t sent = 0;
+  if (info_.socket_fd >= 0 && session_ && out_.empty() && !wake_posted_ && !strand_writing_) {
+    iovec iov[4];
+    size_t total = 0;
+    for (size_t i = 0; i < n && i < 4; ++i) {
+      iov[i].iov_base = const_cast<char*>(parts[i].data());
+      iov[i].iov_len = parts[i].size();
+      total += parts[i].size();
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n < 4 ? n : 4;
+    ssize_t r;
+    do {
+      r = ::sendmsg(info_.socket_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+    // An error other than a full buffer is left to the strand's write, which reports it.
+    if (r > 0) sent = static_cast<size_t>(r);
+    if (sent == total) return nullptr;
+  }
+  for (size_t i = 0; i < n; ++i) {  // the unsent rest, in order
+    const size_t skip = sent < parts[i].size() ? sent : parts[i].size();
+    out_.append(parts[i].substr(skip));
+    sent -= skip;
+  }
+  return QueueLocked("");
+}
+
 void Exchange::Respond(HttpResponse response) {
   std::shared_ptr<Session> wake;
   {
@@ -127,11 +160,10 @@ bool Exchange::Write(std::string_view data) {
     if (chunked_) {
       char size_line[24];
       int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
-      out_.append(size_line, static_cast<size_t>(n));
-      out_.append(data);
-      wake = QueueLocked("\r\n");
+      const std::string_view parts[] = {std::string_view(size_line, static_cast<size_t>(n)), data, "\r\n"};
+      wake = SendOrQueueLocked(parts, 3);
     } else {
-      wake = QueueLocked(data);
+      wake = SendOrQueueLocked(&data, 1);
     }
     if (info_.max_buffer > 0 && out_.size() > info_.max_buffer) overflow = session_;
   }
@@ -159,6 +191,7 @@ Exchange::Output Exchange::TakeOutput() {
   wake_posted_ = false;
   Output o;
   o.bytes.swap(out_);
+  strand_writing_ = !o.bytes.empty();
   o.complete = complete_;
   o.keep_alive = keep_alive_;
   return o;

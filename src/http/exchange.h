@@ -3,6 +3,15 @@
 // gives into wire bytes (status line, headers, chunk framing) in a queue and asks its Session
 // to write them on the session's strand. The Session drains the queue (TakeOutput) and tells
 // the Exchange when the connection failed (Cancel) or the response completed (Detach).
+//
+// Direct writes: a stream event (Write) that finds the socket idle — nothing queued, no strand
+// write in flight, not cancelled — is sent at once from the calling thread with one
+// non-blocking sendmsg under mu_, so a lone stream costs no cross-thread wake-up per token.
+// Whatever the kernel does not take is queued for the strand as usual. Order holds because
+// both paths decide under mu_: the strand owns the socket for writing from the TakeOutput that
+// returned bytes until the TakeOutput that returns none. The socket stays open while a direct
+// write may run: the Session cancels the Exchange (under mu_) before it closes the socket, and
+// a failed strand write keeps the strand's ownership until then.
 #pragma once
 
 #include <atomic>
@@ -25,6 +34,7 @@ struct ExchangeInfo {
   int version = 11;         // 10 or 11
   std::string cors_origin;  // "" = no CORS header
   size_t max_buffer = 0;    // queued unsent bytes beyond which the client is dropped
+  int socket_fd = -1;       // the connection's socket for direct writes; -1: strand only
 };
 
 // Serializes a status line and headers. `content_length` < 0 means chunked framing (or, for
@@ -71,6 +81,9 @@ class Exchange final : public Responder, public ResponseStream, public std::enab
   // Appends to out_ and wakes the session if needed. Requires mu_ held; returns the session
   // to wake (outside the lock) or null.
   std::shared_ptr<Session> QueueLocked(std::string_view bytes);
+  // Sends parts[0..n) with one non-blocking sendmsg when the socket is idle (see the file
+  // comment); queues what was not sent. Requires mu_ held; returns the session to wake or null.
+  std::shared_ptr<Session> SendOrQueueLocked(const std::string_view* parts, size_t n);
 
   const ExchangeInfo info_;
   mutable std::mutex mu_;
@@ -81,6 +94,7 @@ class Exchange final : public Responder, public ResponseStream, public std::enab
   bool keep_alive_ = false;
   bool chunked_ = false;
   bool wake_posted_ = false;
+  bool strand_writing_ = false;  // the strand took bytes and has not yet found the queue empty
   std::string out_;
   std::function<void()> on_cancel_;
   std::atomic<bool> cancelled_{false};

@@ -4,7 +4,8 @@
 //   so a connection costs a socket, its buffers and no thread. Handlers run on those threads
 //   and must not block; they answer through a thread-safe Responder (see responder.h).
 // - Keep-alive (HTTP/1.1 default, HTTP/1.0 with "Connection: keep-alive"), HEAD (headers
-//   only), "Expect: 100-continue", chunked streaming flushed per write.
+//   only), "Expect: 100-continue", chunked streaming flushed per write (sent from the
+//   writing thread itself while the socket is idle: `direct_writes`).
 // - Limits, each answered with the router's error formatter: body over max_body_bytes → 413,
 //   header block over max_header_bytes → 431, a request not fully received within
 //   header_timeout (from its first byte; from accept for a new connection) or body_timeout
@@ -43,6 +44,10 @@ struct HttpServerConfig {
   // CORS: empty = off. Otherwise the Access-Control-Allow-Origin value ("*" or one origin)
   // added to every response, and OPTIONS preflight requests are answered with 204.
   std::string cors_allow_origin;
+  // Stream events written straight from the producing thread when the socket is idle (one
+  // non-blocking send, no hand-off to an I/O thread); false: every write goes through the
+  // connection's I/O thread. Same bytes either way (see src/http/exchange.h).
+  bool direct_writes = true;
 };
 
 class HttpServer {

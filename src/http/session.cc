@@ -27,6 +27,7 @@ const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 Session::Session(tcp::socket socket, std::shared_ptr<ServerState> state)
     : stream_(std::move(socket)), state_(std::move(state)), read_timer_(stream_.get_executor()) {
   remote_ = RemoteAddress();
+  fd_ = stream_.socket().native_handle();
 }
 
 Session::~Session() {
@@ -222,8 +223,13 @@ void Session::Dispatch() {
   bool keep_alive = parser_->get().keep_alive() && !state_->stopping.load() && !shutdown_requested_;
   parser_.reset();
   const HttpServerConfig& cfg = state_->config;
-  exchange_info_ = ExchangeInfo{++exchange_id_,   request_.method == "HEAD", keep_alive,
-                                request_.version, cfg.cors_allow_origin,     cfg.max_stream_buffer_bytes};
+  exchange_info_ = ExchangeInfo{++exchange_id_,
+                                request_.method == "HEAD",
+                                keep_alive,
+                                request_.version,
+                                cfg.cors_allow_origin,
+                                cfg.max_stream_buffer_bytes,
+                                cfg.direct_writes ? fd_ : -1};
   auto e = std::make_shared<Exchange>(shared_from_this(), exchange_info_);
   exchange_ = e;
   handling_ = true;

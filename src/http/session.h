@@ -91,6 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
   std::string write_buf_;
   std::string remote_;
+  int fd_ = -1;  // the socket's descriptor, for the Exchange's direct writes (see exchange.h)
 };
 
 }  // namespace herd::http_internal
