@@ -1,7 +1,7 @@
 // The compute backend boundary. Model code calls these ops; it never calls SIMD or CUDA
 // directly. A backend owns where tensors live (host for CPU, device memory for CUDA) and
 // how ops run. Implementations: ReferenceBackend (scalar oracle, single thread) and
-// CpuBackend (SIMD + thread pool) in kernels/cpu_backend.h; CudaBackend later.
+// CpuBackend (SIMD + thread pool) in kernels/cpu_backend.cc; CudaBackend in kernels/cuda/.
 //
 // Memory contract: every float*/void* passed to an op points into memory from this
 // backend's Alloc() (or, for weights, a view returned by PrepareWeight()). Ops may run
@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
+#include "base/status.h"
 #include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "tensor/tensor.h"
@@ -37,6 +40,13 @@ class Backend {
   // Makes a weight usable by this backend. CPU: returns the same view (weights stay in the
   // file mapping, never copied). CUDA: uploads once and returns a device view.
   virtual TensorView PrepareWeight(const TensorView& host_weight) = 0;
+  // Device memory (free and total bytes) of a GPU backend, for memory budgets; false on host
+  // backends (their budget is host memory).
+  virtual bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const {
+    (void)free_bytes;
+    (void)total_bytes;
+    return false;
+  }
 
   // --- ops (shapes as documented in kernels/ops.h, attention.h, matmul.h) ---
   virtual void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) = 0;
@@ -63,5 +73,19 @@ class Backend {
 std::unique_ptr<Backend> MakeReferenceBackend();
 // n_threads <= 0: one per core.
 std::unique_ptr<Backend> MakeCpuBackend(int n_threads);
+
+// Where a model runs: the CPU, or CUDA device `index`.
+struct DeviceSpec {
+  bool cuda = false;
+  int index = 0;
+  std::string ToString() const;  // "cpu", "cuda:0"
+};
+// "cpu", "cuda" (device 0), "cuda:N"; InvalidArgument naming the text otherwise.
+Result<DeviceSpec> ParseDevice(std::string_view text);
+// Whether this binary was built with the CUDA backend.
+bool CudaBuilt();
+// The backend for `device` (n_threads: CPU threads, <= 0 one per core; the CUDA backend uses
+// one host thread). Errors name the reason: CUDA not built in, no such GPU, driver too old.
+Result<std::unique_ptr<Backend>> MakeBackend(const DeviceSpec& device, int n_threads);
 
 }  // namespace herd

@@ -1,0 +1,56 @@
+// Paged attention on the GPU, with the semantics of ref::StoreKv / ref::PagedAttention
+// (kernels/attention.h): cache layout [n_blocks, block_size, n_kv_heads, KvVectorBytes] per layer,
+// KV types F16, F32 and Q8_0. Everything in AttentionBatch is DEVICE memory here (pos, seq,
+// block_table_lens, and block_tables: a device array of device pointers), so the host never
+// looks at the batch: the kernels find each token's sequence, position and neighbours on the
+// device, and one launch handles any mix of decode tokens, prefill chunks (first position > 0
+// allowed) and sequences. Shapes only (n_tokens, heads, head_dim) decide grids, so a launch
+// sequence can be captured in a CUDA graph and replayed for other batches of the same size.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/attention.h"
+
+namespace herd::cuda {
+
+// Device scratch of PagedAttention (split-K partial outputs). Grows on demand (a growth waits
+// for the stream first); not thread-safe; one per stream.
+class AttentionScratch {
+ public:
+  AttentionScratch() = default;
+  ~AttentionScratch();
+  AttentionScratch(const AttentionScratch&) = delete;
+  AttentionScratch& operator=(const AttentionScratch&) = delete;
+  void* Reserve(size_t bytes, cudaStream_t stream);
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// k, v: [n_tokens, n_kv_heads * head_dim] float, device. Writes each token's vectors into its
+// slot (block_tables[seq[t]][pos[t] / block_size], pos[t] % block_size): rounded to f16 (round to
+// nearest even), copied (F32), or quantized per 32 values exactly as ref::QuantizeRow does (Q8_0:
+// the same bytes).
+void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v,
+             cudaStream_t stream);
+
+// q: [n_tokens, n_heads * head_dim] -> out: [n_tokens, n_heads * head_dim] float, device.
+// out[t, h] = softmax(q[t, h] · K[0..pos[t]]ᵀ * scale) · V[0..pos[t]] of the token's own sequence;
+// query head h reads kv head h / (n_heads / n_kv_heads). head_dim: 64 and 128 have tuned kernels;
+// any multiple of 16 up to 256 works (Q8_0: multiple of 32).
+// Work split (all decided on the device, see attention_kernel.cuh): a token whose neighbours in
+// the batch are not the next/previous positions of its sequence (decode) is one work item with
+// its query heads of one kv head together (GQA: K/V read once for the group); runs of
+// consecutive positions (prefill) are cut into items of up to 16 query rows (tokens × heads).
+// Long contexts are split across up to 32 CTAs per item (flash-decoding), merged by a second
+// kernel. Softmax is online, in fp32; products in fp32.
+// `num_sms`: the device's multiprocessor count (sizes the split).
+void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads, float scale,
+                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream);
+
+}  // namespace herd::cuda

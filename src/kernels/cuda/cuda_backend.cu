@@ -1,0 +1,275 @@
+// CudaBackend (cuda_backend.h): device memory, one stream, the ops of kernels/backend.h.
+//
+// Host-to-device copies go through a pinned staging arena: CopyToDevice memcpys the source into
+// it and queues the DMA, so the caller's buffer may die as soon as the call returns and the copy
+// stays ordered with the ops, without waiting for the GPU. The arena is recycled at
+// Synchronize() (all copies done); it is bounded: past kStagingLimit bytes between
+// synchronisations the backend synchronises by itself.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/check.h"
+#include "base/status.h"
+#include "kernels/backend.h"
+#include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/dequantize_cuda.h"
+#include "kernels/cuda/matmul_cuda.h"
+#include "kernels/cuda/ops_cuda.h"
+
+namespace herd::cuda {
+namespace {
+
+constexpr size_t kStagingLimit = size_t{256} << 20;  // pinned bytes queued between synchronisations
+constexpr size_t kStagingChunk = size_t{4} << 20;    // first arena chunk
+constexpr size_t kDirectCopy = size_t{64} << 20;     // larger host copies: direct, then wait
+
+size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, int num_sms, cudaStream_t stream)
+      : device_(device), num_sms_(num_sms), stream_(stream), matmul_(std::make_unique<MatMulRunner>(stream)) {}
+
+  ~CudaBackend() override {
+    Bind();
+    cudaStreamSynchronize(stream_);
+    matmul_.reset();
+    scratch_.reset();
+    for (auto& [key, view] : weights_) cudaFree(view.data);
+    for (Chunk& c : staging_) cudaFreeHost(c.data);
+    cudaStreamDestroy(stream_);
+  }
+
+  const char* name() const override { return "cuda"; }
+
+  // --- memory ---
+  void* Alloc(size_t bytes) override {
+    Bind();
+    const size_t rounded = RoundUp(bytes == 0 ? 1 : bytes, 64);
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, rounded);  // 256-byte aligned
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      HERD_CHECK_MSG(false, "out of GPU memory allocating %zu bytes (%zu of %zu free): %s", bytes, free_b, total_b,
+                     cudaGetErrorString(err));
+    }
+    HERD_CUDA_CHECK(cudaMemsetAsync(p, 0, rounded, stream_));  // ordered before every later op
+    return p;
+  }
+
+  void Free(void* ptr) override {
+    if (ptr == nullptr) return;
+    Bind();
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued ops may still use it
+    HERD_CUDA_CHECK(cudaFree(ptr));
+  }
+
+  void CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    Bind();
+    if (bytes > kDirectCopy) {
+      HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+      HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    void* staged = Stage(bytes);
+    std::memcpy(staged, src, bytes);
+    HERD_CUDA_CHECK(cudaMemcpyAsync(dst, staged, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+
+  void CopyToHost(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    Bind();
+    // Ordered after every queued op, so it is also correct without a prior Synchronize().
+    HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    Bind();
+    HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  void Synchronize() override {
+    Bind();
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    RecycleStaging();
+  }
+
+  TensorView PrepareWeight(const TensorView& host) override {
+    // The same host tensor (e.g. tied embeddings) is uploaded once.
+    const auto key =
+        std::make_tuple(host.data, static_cast<int>(host.type), host.ne[0], host.ne[1], host.ne[2], host.ne[3]);
+    if (auto it = weights_.find(key); it != weights_.end()) return it->second;
+    Bind();
+    TensorView dev = host;
+    const size_t bytes = host.bytes();
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, RoundUp(bytes == 0 ? 1 : bytes, 64));
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      HERD_CHECK_MSG(false, "out of GPU memory uploading a %s weight %s (%zu bytes; %zu of %zu free)",
+                     std::string(DTypeName(host.type)).c_str(), host.ShapeString().c_str(), bytes, free_b, total_b);
+    }
+    // Load time only: a plain copy from the (pageable) file mapping, then wait.
+    HERD_CUDA_CHECK(cudaMemcpyAsync(p, host.data, bytes, cudaMemcpyHostToDevice, stream_));
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    dev.data = p;
+    weights_.emplace(key, dev);
+    return dev;
+  }
+
+  bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const override {
+    Bind();
+    HERD_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+    return true;
+  }
+
+  // --- ops ---
+  void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) override {
+    Bind();
+    cuda::GetRows(table, ids, n, out, stream_);
+  }
+  void RmsNorm(const float* x, const float* w, float eps, int64_t rows, int64_t cols, float* out) override {
+    Bind();
+    cuda::RmsNorm(x, w, eps, rows, cols, out, stream_);
+  }
+  void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) override {
+    Bind();
+    matmul_->MatMul(w, x, n_tok, y);
+  }
+  void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
+                    std::span<float* const> ys) override {
+    Bind();
+    matmul_->MatMulShared(ws, x, n_tok, ys);
+  }
+  void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos, const float* inv_freq,
+            int32_t n_rot) override {
+    Bind();
+    cuda::Rope(x, n_tok, n_heads, head_dim, pos, inv_freq, n_rot, stream_);
+  }
+  void SwiGlu(const float* gate, const float* up, float* out, int64_t n) override {
+    Bind();
+    cuda::SwiGlu(gate, up, out, n, stream_);
+  }
+  void Add(float* x, const float* y, int64_t n) override {
+    Bind();
+    cuda::Add(x, y, n, stream_);
+  }
+  void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v) override {
+    Bind();
+    cuda::StoreKv(cache, batch, k, v, stream_);
+  }
+  void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
+                      float scale, float* out) override {
+    Bind();
+    cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
+  }
+  void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
+    Bind();
+    cuda::GatherRows(x, rows, n, n_cols, out, stream_);
+  }
+
+ private:
+  struct Chunk {
+    void* data = nullptr;
+    size_t capacity = 0;
+    size_t used = 0;
+  };
+
+  // Makes this backend's GPU current on the calling thread (several backends may share a process).
+  void Bind() const {
+    int current = -1;
+    HERD_CUDA_CHECK(cudaGetDevice(&current));
+    if (current != device_) HERD_CUDA_CHECK(cudaSetDevice(device_));
+  }
+
+  // Pinned host space for `bytes` that stays untouched until the next RecycleStaging().
+  void* Stage(size_t bytes) {
+    if (staged_bytes_ + bytes > kStagingLimit) Synchronize();
+    const size_t need = RoundUp(bytes, 64);
+    if (staging_.empty() || staging_.back().used + need > staging_.back().capacity) {
+      const size_t cap = std::max(need, staging_.empty() ? kStagingChunk : 2 * staging_.back().capacity);
+      Chunk c;
+      HERD_CUDA_CHECK(cudaMallocHost(&c.data, cap));
+      c.capacity = cap;
+      staging_.push_back(c);
+    }
+    Chunk& c = staging_.back();
+    void* p = static_cast<uint8_t*>(c.data) + c.used;
+    c.used += need;
+    staged_bytes_ += need;
+    return p;
+  }
+
+  // After a stream synchronisation: every staged copy is done. Several chunks are merged into one
+  // of their total size, so the steady state is one chunk and no allocation.
+  void RecycleStaging() {
+    if (staging_.size() > 1) {
+      size_t total = 0;
+      for (Chunk& c : staging_) {
+        total += c.capacity;
+        HERD_CUDA_CHECK(cudaFreeHost(c.data));
+      }
+      staging_.clear();
+      Chunk c;
+      HERD_CUDA_CHECK(cudaMallocHost(&c.data, std::min(total, kStagingLimit)));
+      c.capacity = std::min(total, kStagingLimit);
+      staging_.push_back(c);
+    }
+    for (Chunk& c : staging_) c.used = 0;
+    staged_bytes_ = 0;
+  }
+
+  const int device_;
+  const int num_sms_;
+  cudaStream_t stream_;
+  std::unique_ptr<MatMulRunner> matmul_;
+  std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
+  std::map<std::tuple<const void*, int, int64_t, int64_t, int64_t, int64_t>, TensorView> weights_;
+  std::vector<Chunk> staging_;
+  size_t staged_bytes_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> MakeCudaBackend(int device_index) {
+  std::string why;
+  if (!DeviceAvailable(&why)) return NotFound(why);
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  if (device_index < 0 || device_index >= count) {
+    return InvalidArgument("cuda:" + std::to_string(device_index) + ": this machine has " + std::to_string(count) +
+                           " CUDA device(s)");
+  }
+  cudaError_t err = cudaSetDevice(device_index);
+  cudaDeviceProp prop{};
+  if (err == cudaSuccess) err = cudaGetDeviceProperties(&prop, device_index);
+  if (err == cudaSuccess) err = ProbeKernels();  // is there code for this GPU in the binary?
+  cudaStream_t stream = nullptr;
+  if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return Internal("cuda:" + std::to_string(device_index) +
+                    (prop.name[0] != 0 ? " (" + std::string(prop.name) + ")" : "") + ": " + cudaGetErrorString(err) +
+                    (err == cudaErrorNoKernelImageForDevice ? " (herd's CUDA code targets compute capability 9.0+; set "
+                                                              "HERD_CUDA_ARCHS for this GPU)"
+                                                            : ""));
+  }
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device_index, prop.multiProcessorCount, stream));
+}
+
+}  // namespace herd::cuda

@@ -1,0 +1,85 @@
+// Helpers of the CudaBackend tests: a backend per test (or a skip with the reason when there is
+// no GPU), uploads/downloads through the Backend interface, random inputs, error measures.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace herd::cuda::testing {
+
+// Fixture base: backend_ is the CUDA backend of device 0; tests skip without a GPU.
+class CudaBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+    auto be = MakeCudaBackend(0);
+    ASSERT_TRUE(be.ok()) << be.status().ToString();
+    backend_ = std::move(be).value();
+  }
+  void TearDown() override {
+    for (void* p : owned_) backend_->Free(p);
+  }
+
+  // Device copy of `v` (freed at the end of the test). The host vector may die right after.
+  template <typename T>
+  T* Upload(const std::vector<T>& v) {
+    void* p = backend_->Alloc(sizeof(T) * v.size());
+    owned_.push_back(p);
+    backend_->CopyToDevice(p, v.data(), sizeof(T) * v.size());
+    return static_cast<T*>(p);
+  }
+  // n values of device memory, filled with NaN (float) or 0xff bytes: outputs must overwrite them.
+  template <typename T>
+  T* Poisoned(size_t n) {
+    std::vector<T> v(n);
+    if constexpr (std::is_same_v<T, float>) {
+      for (auto& x : v) x = std::numeric_limits<float>::quiet_NaN();
+    } else {
+      std::memset(v.data(), 0xff, sizeof(T) * n);
+    }
+    return Upload(v);
+  }
+  template <typename T>
+  std::vector<T> Download(const T* p, size_t n) {
+    backend_->Synchronize();
+    std::vector<T> v(n);
+    backend_->CopyToHost(v.data(), p, sizeof(T) * n);
+    return v;
+  }
+
+  std::unique_ptr<Backend> backend_;
+  std::vector<void*> owned_;
+};
+
+inline std::vector<float> RandomNormal(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// ||a - b|| / ||b|| over [begin, end); NaN anywhere in a gives +inf.
+inline double RelError(const float* a, const float* b, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i])) return std::numeric_limits<double>::infinity();
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+}  // namespace herd::cuda::testing
