@@ -66,29 +66,38 @@ __global__ void StoreKvKernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc
   }
 }
 
-// Merges the split partials of tokens whose item used more than one split. One CTA per token.
+// Merges the split partials of tokens whose item used more than one split. One CTA per
+// (token, head): the first warp turns the splits' (max, sum) into weights (one lane per split,
+// kMaxSplits == 32), then every thread sums its dims over the splits (independent loads).
 __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
                                   const int32_t* __restrict__ nsplit, int32_t n_heads, int32_t head_dim, int32_t s_max,
                                   float* __restrict__ out) {
-  const int64_t t = blockIdx.x;
-  const int ns = nsplit[t];
+  static_assert(attn::kMaxSplits <= 32);
+  __shared__ float weight[attn::kMaxSplits];
+  const int64_t th = blockIdx.x;  // token * n_heads + head
+  const int ns = nsplit[th / n_heads];
   if (ns <= 1) return;  // written directly by the attention kernel
-  const int n = n_heads * head_dim;
-  for (int e = threadIdx.x; e < n; e += blockDim.x) {
-    const int h = e / head_dim, d = e - h * head_dim;
-    const int64_t base = (t * n_heads + h) * s_max;
-    float m = -INFINITY;
-    for (int s = 0; s < ns; ++s) m = fmaxf(m, part_ml[base + s].x);
-    float num = 0.f, den = 0.f;
-    for (int s = 0; s < ns; ++s) {
-      const float2 ml = part_ml[base + s];
-      const float w = ml.y > 0.f ? ml.y * exp2f(ml.x - m) : 0.f;  // splits with no visible position: 0
-      num += w * part_o[(base + s) * head_dim + d];
-      den += w;
-    }
-    out[t * n + e] = num / den;
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const float2 ml = lane < ns ? part_ml[th * s_max + lane] : make_float2(-INFINITY, 0.f);
+    float m = ml.x;
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const float w = ml.y > 0.f ? ml.y * exp2f(ml.x - m) : 0.f;  // a split with no visible position: 0
+    float den = w;
+    for (int o = 16; o > 0; o >>= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+    if (lane < ns) weight[lane] = w / den;
+  }
+  __syncthreads();
+  const float* o = part_o + th * s_max * head_dim;
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < ns; ++s) acc += weight[s] * o[s * head_dim + d];
+    out[th * head_dim + d] = acc;
   }
 }
+
+constexpr int kTargetCtasPerSm = 12;
 
 void CheckCache(const KvLayerView& c) {
   HERD_CHECK_MSG(c.type == DType::kF16 || c.type == DType::kF32 || c.type == DType::kQ8_0,
@@ -160,6 +169,7 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   p.n_kv_heads = c.n_kv_heads;
   p.head_dim = c.head_dim;
   p.vec_bytes = static_cast<int32_t>(KvVectorBytes(c.type, c.head_dim));
+  p.block_shift = (c.block_size & (c.block_size - 1)) == 0 ? __builtin_ctz(static_cast<unsigned>(c.block_size)) : -1;
   p.pos = b.pos;
   p.seq = b.seq;
   p.tables = b.block_tables;
@@ -171,10 +181,11 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   p.q = q;
   p.out = out;
 
-  // Splits: enough CTAs for ~4 per SM when every token is a decode item; never more than the
-  // cache could need (positions / (tile * min tiles per split)).
+  // Splits: about kTargetCtasPerSm CTAs per SM (several waves of the ~3 resident, so the last
+  // wave's tail is short) when every token is a decode item; never more than the cache could
+  // need (positions / (tile * min tiles per split)).
   const int64_t units = b.n_tokens * c.n_kv_heads * p.head_chunks;
-  const int64_t want = (static_cast<int64_t>(std::max(num_sms, 1)) * 4 + units - 1) / units;
+  const int64_t want = (static_cast<int64_t>(std::max(num_sms, 1)) * kTargetCtasPerSm + units - 1) / units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const int64_t cap = std::max<int64_t>(1, (cache_tiles + kMinTilesPerSplit - 1) / kMinTilesPerSplit);
   p.s_max = static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(kMaxSplits, cap)));
@@ -192,13 +203,18 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   HERD_CHECK_MSG(grid < (1ll << 31), "attention grid too large (%lld CTAs)", static_cast<long long>(grid));
   const int rows_small = p.group <= 4 ? 4 : (p.group <= 8 ? 8 : kItemRows);
   switch (c.type) {
-    case DType::kF16: LaunchF16(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
+    case DType::kF16: {
+      const bool tc = b.n_tokens > 1 && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
+      LaunchF16(p, rows_small, b.n_tokens > 1 && !tc, static_cast<unsigned>(grid), stream);
+      break;
+    }
     case DType::kF32: LaunchF32(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
     default: LaunchQ8_0(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
   }
   if (p.s_max > 1) {
-    MergeSplitsKernel<<<static_cast<unsigned>(b.n_tokens), 128, 0, stream>>>(p.part_o, p.part_ml, p.nsplit, n_heads,
-                                                                             c.head_dim, p.s_max, out);
+    const int threads = c.head_dim > 64 ? 128 : 64;
+    MergeSplitsKernel<<<static_cast<unsigned>(b.n_tokens * n_heads), threads, 0, stream>>>(
+        p.part_o, p.part_ml, p.nsplit, n_heads, c.head_dim, p.s_max, out);
     HERD_CUDA_CHECK_LAUNCH();
   }
 }

@@ -8,6 +8,9 @@
 //  - per output row (one token, one head): ||out - ref|| / ||ref|| <= 1e-4. Both dequantize the
 //    same stored values and compute in fp32 (GPU) / double (reference); a missing, extra or
 //    wrong position changes a row by ~1/sqrt(context) >= 0.02 at the lengths used here.
+//    Prefill-run rows of F16 caches with head_dim 64 / 128 run on tensor cores with q and the
+//    softmax weights rounded to f16 (relative 2^-11 each; ~6e-4 rms on the scores here):
+//    bound 4e-3 for them, still 5× under the effect of one wrong position.
 //    Outputs are NaN-poisoned first; reading an unwritten slot would bring in NaN.
 // Batches: one decode token; many decode sequences of different lengths (crossing many blocks,
 // one 2100 long); a prefill chunk starting at position 70; a 300-token prefill from 0; a mixed
@@ -18,6 +21,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -165,10 +170,22 @@ class CudaAttentionTest : public CudaBackendTest {
     EXPECT_TRUE(BytesEqual(got_k, kc)) << "K cache differs after StoreKv";
     EXPECT_TRUE(BytesEqual(got_v, vc)) << "V cache differs after StoreKv";
     const auto got = Download(out, q.size());
-    double worst = 0;
+    // Rows of prefill runs (a batch neighbour at the previous / next position) of an F16 cache
+    // with head_dim 64 / 128 go through the tensor-core kernel, which rounds q and the softmax
+    // weights to f16 (2^-11): a looser bound there.
+    const bool tc = cfg.type == DType::kF16 && (cfg.head_dim == 64 || cfg.head_dim == 128) && cfg.group <= 64;
+    double worst = 0, worst_tc = 0;
     int64_t worst_row = -1;
     for (int64_t r = 0; r < n_tok * n_heads; ++r) {
+      const int64_t tk = r / n_heads;
+      const bool run = (tk > 0 && seq[tk - 1] == seq[tk] && pos[tk - 1] == pos[tk] - 1) ||
+                       (tk + 1 < n_tok && seq[tk + 1] == seq[tk] && pos[tk + 1] == pos[tk] + 1);
       const double e = RelError(got.data() + r * cfg.head_dim, want.data() + r * cfg.head_dim, cfg.head_dim);
+      if (tc && run) {
+        worst_tc = std::isnan(e) || e > worst_tc ? e : worst_tc;
+        if (!(e <= 4e-3)) ADD_FAILURE() << "tensor-core row " << r << " (token " << tk << ", pos " << pos[tk] << ") error " << e;
+        continue;
+      }
       if (!(e <= worst)) {
         worst = e;
         worst_row = r;
@@ -177,6 +194,9 @@ class CudaAttentionTest : public CudaBackendTest {
     EXPECT_LE(worst, 1e-4) << "worst row " << worst_row << " (token " << worst_row / n_heads << ", pos "
                            << (worst_row >= 0 ? pos[worst_row / n_heads] : -1) << ", head " << worst_row % n_heads
                            << ")";
+    if (std::getenv("HERD_CUDA_TEST_VERBOSE") != nullptr) {
+      std::printf("%-40s worst row error %.2e (tensor-core rows %.2e)\n", Name(cfg, spec).c_str(), worst, worst_tc);
+    }
   }
 
   static bool BytesEqual(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {

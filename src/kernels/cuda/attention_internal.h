@@ -14,6 +14,7 @@ constexpr int kItemRows = 16;         // query rows (tokens × heads of one kv h
 constexpr int kMaxHeadDim = 256;      // generic kernel limit
 constexpr int kMaxSplits = 32;        // split-K CTAs per work item, at most
 constexpr int kMinTilesPerSplit = 2;  // a split covers at least this many tiles (64 positions)
+constexpr int kStages = 3;            // K/V tiles in shared memory: one computed, two in flight
 
 enum class KvKind { kF16, kF32, kQ8_0 };
 
@@ -27,7 +28,8 @@ struct Params {
   int32_t block_size;
   int32_t n_kv_heads;
   int32_t head_dim;
-  int32_t vec_bytes;  // KvVectorBytes(type, head_dim)
+  int32_t vec_bytes;    // KvVectorBytes(type, head_dim)
+  int32_t block_shift;  // log2(block_size) when it is a power of two, else -1
   const int32_t* pos;
   const int32_t* seq;
   const int32_t* const* tables;
@@ -47,15 +49,25 @@ struct Params {
   int32_t* nsplit;
 };
 
-// Dynamic shared memory of a kernel instance with `rm` query rows per item, for head_dim `hd`.
-inline size_t SmemBytes(int hd, int rm) {
-  const size_t floats = 4 * kTile               // slot byte offsets (int64), two tiles
-                        + rm * hd               // Q rows, pre-scaled
-                        + 2 * kTile * (hd + 4)  // K and V tiles, float, rows padded by 16 bytes
-                        + 4 * rm * kTile        // partial scores, one set per warp
-                        + kTile * rm            // probabilities [position][row]
-                        + 3 * rm;               // running max, sum, rescale factor per row
-  return floats * sizeof(float);
+// Shared-memory row pitch (bytes) of one raw K vector of `vec_bytes`: F16/F32 rows padded
+// by 16 bytes (16-byte column reads of 32 rows hit distinct banks), Q8_0 rows an odd number of
+// 4-byte words (2-byte reads of 32 rows hit distinct banks).
+constexpr int RowPitch(KvKind kind, int vec_bytes) {
+  if (kind != KvKind::kQ8_0) return vec_bytes + 16;
+  const int words = (vec_bytes + 3) / 4;
+  return 4 * (words % 2 == 1 ? words : words + 1);
+}
+
+// V rows need no padding (a warp reads consecutive values of one row): 4-byte multiples.
+constexpr int VRowPitch(int vec_bytes) { return (vec_bytes + 3) / 4 * 4; }
+
+// Dynamic shared memory of a kernel instance with `rm` query rows per item.
+constexpr size_t SmemBytes(KvKind kind, int vec_bytes, int hd, int rm) {
+  return static_cast<size_t>(kStages) * kTile * (RowPitch(kind, vec_bytes) + VRowPitch(vec_bytes))  // raw K, V
+         + sizeof(float) * (static_cast<size_t>(rm) * hd  // Q rows, pre-scaled
+                            + 4 * rm * kTile              // partial scores per warp
+                            + kTile * rm                  // probabilities [pos][row]
+                            + 3 * rm);                    // max, sum, rescale per row
 }
 
 // Launches the kernels for one KV type (defined in attention_{f16,f32,q8}.cu): the decode kernel
@@ -64,5 +76,9 @@ inline size_t SmemBytes(int hd, int rm) {
 void LaunchF16(const Params& p, int rows_small, bool prefill, unsigned grid, cudaStream_t stream);
 void LaunchF32(const Params& p, int rows_small, bool prefill, unsigned grid, cudaStream_t stream);
 void LaunchQ8_0(const Params& p, int rows_small, bool prefill, unsigned grid, cudaStream_t stream);
+// The tensor-core prefill kernel for F16 caches (attention_prefill_tc.cu), over its own grid
+// (n_tokens * s_max * n_kv_heads). False, launching nothing, where it does not apply (head_dim
+// other than 64 / 128, group > 64): then the SIMT prefill kernel must run.
+bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
 
 }  // namespace herd::cuda::attn

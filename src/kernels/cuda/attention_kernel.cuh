@@ -1,14 +1,15 @@
-// The split-K paged-attention kernel (SIMT, fp32 math), one template for every KV type. Included
-// by attention_{f16,f32,q8}.cu only. Contract and work split: attention_cuda.h, attention_internal.h.
+// The split-K paged-attention kernels (SIMT, fp32 math), one template for every KV type.
+// Included by attention_{f16,f32,q8}.cu only. Contract and work split: attention_cuda.h,
+// attention_internal.h.
 //
 // One CTA (128 threads) takes one work item (up to 16 query rows: tokens × query heads of one kv
 // head) and one split (a range of 32-position tiles of the context) and loops over the tiles:
-//   1. the tile's slot byte offsets from the block table (one thread per position);
-//   2. K and V of the tile loaded (16-byte loads), widened to fp32 into shared memory;
-//   3. scores: warp w sums dims [w*hd/4, (w+1)*hd/4) of q·k for its lane's position and every
-//      row (K read once from shared memory for all rows, Q broadcast), partial sums per warp;
-//   4. online softmax, one warp per row, one lane per position (causal mask per row);
-//   5. acc = acc * rescale + P · V, each thread owning (row, dim) outputs.
+//   1. raw K and V bytes of the tile are copied to shared memory with cp.async, kStages - 1
+//      tiles ahead of the one computed (slots found through the block table per position);
+//   2. scores: warp w sums dims [w*hd/4, (w+1)*hd/4) of q·k for its lane's position and every
+//      row (K read once from shared memory for all rows and widened in registers, Q broadcast);
+//   3. online softmax, one warp per row, one lane per position (causal mask per row);
+//   4. acc = acc * rescale + P · V, each thread owning (row, dim) outputs.
 // The epilogue writes the output (one split) or the normalised partial and (max, sum).
 #pragma once
 
@@ -23,77 +24,110 @@
 
 namespace herd::cuda::attn {
 
-// Values per 16-byte-or-so load of one vector chunk.
+// Bytes per cp.async of one vector: 16 for F16/F32 rows; Q8_0 rows (34-byte blocks) are only
+// 4-byte aligned when head_dim % 64 == 0, else 2 (copied with plain loads and stores).
 template <KvKind T>
-constexpr int kChunk = T == KvKind::kF32 ? 4 : 8;
-
-template <KvKind T>
-struct Raw;
-template <>
-struct Raw<KvKind::kF16> {
-  uint4 u;
-};
-template <>
-struct Raw<KvKind::kF32> {
-  float4 f;
-};
-template <>
-struct Raw<KvKind::kQ8_0> {
-  uint16_t d;     // fp16 scale
-  uint16_t q[4];  // 8 int8
-};
-
-// Chunk c of the vector at `vec` (chunk = kChunk<T> consecutive values).
-template <KvKind T>
-__device__ __forceinline__ Raw<T> LoadChunk(const uint8_t* __restrict__ vec, int c) {
-  Raw<T> r;
-  if constexpr (T == KvKind::kF16) {
-    r.u = __ldg(reinterpret_cast<const uint4*>(vec) + c);
-  } else if constexpr (T == KvKind::kF32) {
-    r.f = __ldg(reinterpret_cast<const float4*>(vec) + c);
-  } else {
-    // Q8_0 block (34 bytes: fp16 scale, 32 int8) holds 4 chunks; only 2-byte alignment is known.
-    const uint16_t* b = reinterpret_cast<const uint16_t*>(vec + (c >> 2) * 34);
-    r.d = __ldg(b);
-    const int q0 = 1 + (c & 3) * 4;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) r.q[i] = __ldg(b + q0 + i);
-  }
-  return r;
+__device__ __forceinline__ int CopyBytes(int vec_bytes) {
+  if constexpr (T != KvKind::kQ8_0) return 16;
+  return vec_bytes % 4 == 0 ? 4 : 2;
 }
 
-template <KvKind T>
-__device__ __forceinline__ void StoreChunk(const Raw<T>& r, float* dst) {
-  if constexpr (T == KvKind::kF16) {
-    const __half2* h = reinterpret_cast<const __half2*>(&r.u);
-    const float2 a = __half22float2(h[0]), b = __half22float2(h[1]), c = __half22float2(h[2]), d = __half22float2(h[3]);
-    reinterpret_cast<float4*>(dst)[0] = make_float4(a.x, a.y, b.x, b.y);
-    reinterpret_cast<float4*>(dst)[1] = make_float4(c.x, c.y, d.x, d.y);
-  } else if constexpr (T == KvKind::kF32) {
-    *reinterpret_cast<float4*>(dst) = r.f;
+// Copies `bytes` (16, 4 or 2) from global to shared memory; !valid writes zeros instead (a
+// position past the context: masked, and 0 * V must stay finite).
+__device__ __forceinline__ void CopyAsync(void* dst, const void* src, int bytes, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if (bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+  } else if (bytes == 4) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0));
   } else {
-    const float d = __half2float(__ushort_as_half(r.d));
-    float v[8];
+    *static_cast<uint16_t*>(dst) = valid ? __ldg(static_cast<const uint16_t*>(src)) : uint16_t{0};
+  }
+}
+__device__ __forceinline__ void CommitGroup() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void WaitGroup() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// int8 (low byte of b) -> float exactly, without the quarter-rate I2F: 2^23 + (b ^ 0x80) - 2^23 - 128.
+__device__ __forceinline__ float S8ToFloat(uint32_t b) {
+  return __int_as_float(0x4B000000 | ((b & 0xffu) ^ 0x80u)) - 8388736.f;
+}
+
+// Value i of a raw vector in shared memory.
+template <KvKind T>
+__device__ __forceinline__ float KvValue(const uint8_t* row, int i) {
+  if constexpr (T == KvKind::kF16) {
+    return __half2float(reinterpret_cast<const __half*>(row)[i]);
+  } else if constexpr (T == KvKind::kF32) {
+    return reinterpret_cast<const float*>(row)[i];
+  } else {
+    const uint8_t* b = row + (i >> 5) * 34;
+    return __half2float(*reinterpret_cast<const __half*>(b)) * S8ToFloat(b[2 + (i & 31)]);
+  }
+}
+
+// sc[r] += q_r · k over dims [d0, d0 + n) of the raw K row `row`; qs: [RM][hd] floats.
+// HD > 0: vectorised (n = HD / 4: 16-byte reads for F16/F32, one Q8_0 block or half of one).
+template <KvKind T, int HD, int RM>
+__device__ __forceinline__ void DotQuarter(const uint8_t* row, const float* qs, int hd, int d0, int n, float* sc) {
+  if constexpr (HD > 0 && T == KvKind::kF16) {
+    const uint4* kr = reinterpret_cast<const uint4*>(row + 2 * d0);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = static_cast<float>(static_cast<int8_t>(r.q[i] & 0xff)) * d;
-      v[2 * i + 1] = static_cast<float>(static_cast<int8_t>(r.q[i] >> 8)) * d;
+    for (int i = 0; i < HD / 32; ++i) {
+      const uint4 u = kr[i];
+      const __half2* h = reinterpret_cast<const __half2*>(&u);
+      float k[8];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const float2 f = __half22float2(h[x]);
+        k[2 * x] = f.x;
+        k[2 * x + 1] = f.y;
+      }
+#pragma unroll
+      for (int r = 0; r < RM; ++r) {
+        const float4 a = *reinterpret_cast<const float4*>(qs + r * HD + d0 + 8 * i);
+        const float4 b = *reinterpret_cast<const float4*>(qs + r * HD + d0 + 8 * i + 4);
+        sc[r] += k[0] * a.x + k[1] * a.y + k[2] * a.z + k[3] * a.w + k[4] * b.x + k[5] * b.y + k[6] * b.z + k[7] * b.w;
+      }
     }
-    reinterpret_cast<float4*>(dst)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    reinterpret_cast<float4*>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
-  }
-}
-
-template <KvKind T>
-__device__ __forceinline__ void StoreOrZero(bool ok, const Raw<T>& rk, const Raw<T>& rv, float* kd, float* vd) {
-  if (ok) {
-    StoreChunk<T>(rk, kd);
-    StoreChunk<T>(rv, vd);
-  } else {
+  } else if constexpr (HD > 0 && T == KvKind::kF32) {
+    const float4* kr = reinterpret_cast<const float4*>(row + 4 * d0);
+#pragma unroll 4
+    for (int i = 0; i < HD / 16; ++i) {
+      const float4 k = kr[i];
 #pragma unroll
-    for (int x = 0; x < kChunk<T>; x += 4) {
-      *reinterpret_cast<float4*>(kd + x) = make_float4(0.f, 0.f, 0.f, 0.f);
-      *reinterpret_cast<float4*>(vd + x) = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int r = 0; r < RM; ++r) {
+        const float4 a = *reinterpret_cast<const float4*>(qs + r * HD + d0 + 4 * i);
+        sc[r] += k.x * a.x + k.y * a.y + k.z * a.z + k.w * a.w;
+      }
+    }
+  } else if constexpr (HD > 0 && T == KvKind::kQ8_0) {
+    static_assert(HD == 64 || HD == 128);  // a quarter lies in one block
+    const uint8_t* b = row + (d0 >> 5) * 34;
+    const float scale = __half2float(*reinterpret_cast<const __half*>(b));
+    const uint16_t* qv = reinterpret_cast<const uint16_t*>(b + 2 + (d0 & 31));
+    float part[RM];
+#pragma unroll
+    for (int r = 0; r < RM; ++r) part[r] = 0.f;
+#pragma unroll
+    for (int i = 0; i < HD / 16; ++i) {  // 4 values per step: two 2-byte reads, one float4 of q per row
+      const uint32_t u = qv[2 * i] | (static_cast<uint32_t>(qv[2 * i + 1]) << 16);
+      const float k0 = S8ToFloat(u), k1 = S8ToFloat(u >> 8), k2 = S8ToFloat(u >> 16), k3 = S8ToFloat(u >> 24);
+#pragma unroll
+      for (int r = 0; r < RM; ++r) {
+        const float4 a = *reinterpret_cast<const float4*>(qs + r * HD + d0 + 4 * i);
+        part[r] += k0 * a.x + k1 * a.y + k2 * a.z + k3 * a.w;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < RM; ++r) sc[r] += scale * part[r];
+  } else {
+    for (int i = 0; i < n; ++i) {
+      const float k = KvValue<T>(row, d0 + i);
+#pragma unroll
+      for (int r = 0; r < RM; ++r) sc[r] += k * qs[r * hd + d0 + i];
     }
   }
 }
@@ -107,65 +141,14 @@ __device__ __forceinline__ float WarpSum(float v) {
   return v;
 }
 
-// Loads a K/V tile into shared fp32. HD > 0: Issue() starts the global loads of a tile into
-// registers (kIters chunks of K and of V per thread) and Commit() stores them later, so the loads
-// of tile i + 1 are in flight while tile i is computed. HD == 0 (generic head_dim): Commit() loads
-// and stores at once. Positions past the context (offset -1) get zeros (masked; 0 * V stays finite).
-template <KvKind T, int HD>
-struct TileLoader {
-  static constexpr int kC = kChunk<T>;
-  static constexpr int kIters = HD > 0 ? kTile*(HD / kC) / kThreads : 1;
-  static_assert(HD == 0 || kTile * (HD / kC) % kThreads == 0);
-  Raw<T> rk[kIters], rv[kIters];
-  bool ok[kIters];
-
-  __device__ void Issue(const Params& p, const int64_t* offs) {
-    if constexpr (HD > 0) {
-#pragma unroll
-      for (int it = 0; it < kIters; ++it) {
-        const int idx = threadIdx.x + it * kThreads, j = idx / (HD / kC), c = idx % (HD / kC);
-        const int64_t off = offs[j];
-        ok[it] = off >= 0;
-        if (ok[it]) {
-          rk[it] = LoadChunk<T>(p.k + off, c);
-          rv[it] = LoadChunk<T>(p.v + off, c);
-        }
-      }
-    }
-  }
-
-  __device__ void Commit(const Params& p, const int64_t* offs, int hd, int kp, float* ks, float* vs) {
-    if constexpr (HD > 0) {
-#pragma unroll
-      for (int it = 0; it < kIters; ++it) {
-        const int idx = threadIdx.x + it * kThreads, j = idx / (HD / kC), c = idx % (HD / kC);
-        StoreOrZero<T>(ok[it], rk[it], rv[it], ks + j * kp + c * kC, vs + j * kp + c * kC);
-      }
-    } else {
-      const int cpv = hd / kC;
-      for (int idx = threadIdx.x; idx < kTile * cpv; idx += kThreads) {
-        const int j = idx / cpv, c = idx - j * cpv;
-        const int64_t off = offs[j];
-        Raw<T> a{}, b{};
-        if (off >= 0) {
-          a = LoadChunk<T>(p.k + off, c);
-          b = LoadChunk<T>(p.v + off, c);
-        }
-        StoreOrZero<T>(off >= 0, a, b, ks + j * kp + c * kC, vs + j * kp + c * kC);
-      }
-    }
-  }
-};
-
 // One work item: tokens [t, t + len) (consecutive positions pos0.. of one sequence), query heads
 // [h0, h0 + nh) of kv head kvh; rows r = (token r / nh, head r % nh); RM >= len * nh rows.
 // HD: head_dim (0: run-time p.head_dim, any multiple of 16 up to kMaxHeadDim).
 // leader: the one CTA of the item that records its split count (split 0, kv head 0, chunk 0).
 template <KvKind T, int HD, int RM>
-__device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, int h0, int nh, int kvh, int split,
+__device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0, int h0, int nh, int kvh, int split,
                         bool leader) {
   const int hd = HD > 0 ? HD : p.head_dim;
-  const int kp = hd + 4;  // padded K/V row pitch (floats): conflict-free 16-byte column reads
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int rows = len * nh;
   const int ctx = pos0 + len;  // positions [0, ctx) are attended (causally per row)
@@ -179,30 +162,65 @@ __device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, 
   const int tile_begin = split * tps;
   const int tile_end = min(n_tiles, tile_begin + tps);
 
-  // Shared memory, as SmemBytes(hd, RM) counts it.
-  int64_t* offs = reinterpret_cast<int64_t*>(smem);  // [2][kTile]: slot byte offsets, double-buffered
-  float* qs = smem + 4 * kTile;                      // [RM][hd]
-  float* ks = qs + RM * hd;                          // [kTile][kp]
-  float* vs = ks + kTile * kp;                       // [kTile][kp]
-  float* sp = vs + kTile * kp;                       // [4 warps][RM][kTile]
-  float* ps = sp + 4 * RM * kTile;                   // [kTile][RM]
+  // Shared memory, as SmemBytes counts it: kStages × (K tile, V tile) raw, then floats.
+  const int vec = p.vec_bytes;
+  const int pitch = RowPitch(T, vec);  // K rows
+  const int vpitch = VRowPitch(vec);   // V rows
+  const int stage_bytes = kTile * (pitch + vpitch);
+  float* qs = reinterpret_cast<float*>(smem + kStages * stage_bytes);  // [RM][hd]
+  float* sp = qs + RM * hd;                                            // [4 warps][RM][kTile]
+  float* ps = sp + 4 * RM * kTile;                                     // [kTile][RM]
   float* m_run = ps + kTile * RM;
   float* l_run = m_run + RM;
   float* alpha = l_run + RM;
 
   const int32_t* table = p.tables[p.seq[t]];
-  auto slot_offsets = [&](int tile, int64_t* dst) {
-    if (tid < kTile) {
-      const int pp = tile * kTile + tid;
-      int64_t off = -1;
-      if (pp < ctx) {
-        const int64_t slot = static_cast<int64_t>(table[pp / p.block_size]) * p.block_size + pp % p.block_size;
-        off = (slot * p.n_kv_heads + kvh) * p.vec_bytes;
+  const int copy = CopyBytes<T>(vec);
+  // Copies per row: compile-time for HD > 0, so the block-table loads of a tile are all issued
+  // before its cp.asyncs.
+  constexpr int kCpr = HD == 0 ? 0 : (T == KvKind::kF16 ? HD / 8 : (T == KvKind::kF32 ? HD / 4 : HD / 32 * 34 / 4));
+  const int cpr = HD > 0 ? kCpr : vec / copy;
+  auto slot_offset = [&](int pp, int c) -> int64_t {  // byte offset of copy c of position pp's vector
+    const int lb = p.block_shift >= 0 ? pp >> p.block_shift : pp / p.block_size;
+    const int in_block = pp - lb * p.block_size;
+    return ((static_cast<int64_t>(table[lb]) * p.block_size + in_block) * p.n_kv_heads + kvh) * vec + c * copy;
+  };
+  // Queues the copies of tile `tile` into stage `st` (the caller commits the group).
+  auto issue = [&](int tile, int st) {
+    uint8_t* kd = smem + st * stage_bytes;
+    uint8_t* vd = kd + kTile * pitch;
+    if constexpr (HD > 0) {
+      constexpr int kIters = (kTile * kCpr + kThreads - 1) / kThreads;
+      int64_t off[kIters];
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const int idx = tid + it * kThreads, j = idx / kCpr, c = idx - j * kCpr;
+        const int pp = tile * kTile + j;
+        off[it] = idx < kTile * kCpr && pp < ctx ? slot_offset(pp, c) : -1;
       }
-      dst[tid] = off;
+#pragma unroll
+      for (int it = 0; it < kIters; ++it) {
+        const int idx = tid + it * kThreads, j = idx / kCpr, c = idx - j * kCpr;
+        if (idx < kTile * kCpr) {
+          CopyAsync(kd + j * pitch + c * copy, p.k + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
+          CopyAsync(vd + j * vpitch + c * copy, p.v + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
+        }
+      }
+    } else {
+      for (int idx = tid; idx < kTile * cpr; idx += kThreads) {
+        const int j = idx / cpr, c = idx - j * cpr;
+        const int pp = tile * kTile + j;
+        const int64_t off = pp < ctx ? slot_offset(pp, c) : 0;
+        CopyAsync(kd + j * pitch + c * copy, p.k + off, copy, pp < ctx);
+        CopyAsync(vd + j * vpitch + c * copy, p.v + off, copy, pp < ctx);
+      }
     }
   };
-  slot_offsets(tile_begin, offs);
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (tile_begin + st < tile_end) issue(tile_begin + st, st);
+    CommitGroup();
+  }
   for (int i = tid; i < RM * hd; i += kThreads) {
     const int r = i / hd, d = i - r * hd;
     float x = 0.f;
@@ -213,9 +231,6 @@ __device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, 
     m_run[tid] = -INFINITY;
     l_run[tid] = 0.f;
   }
-  __syncthreads();
-  TileLoader<T, HD> loader;
-  loader.Issue(p, offs);
 
   // Output elements of this thread. hd 64 / 128 (kFixed): one dim d = tid % HD and kElems
   // consecutive rows from (tid / HD) * kElems. Otherwise e = tid + kThreads * i -> (e / hd, e % hd).
@@ -225,31 +240,20 @@ __device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, 
 #pragma unroll
   for (int i = 0; i < kElems; ++i) acc[i] = 0.f;
 
-  for (int tile = tile_begin; tile < tile_end; ++tile) {
-    const int buf = (tile - tile_begin) & 1;
-    if (tile + 1 < tile_end) slot_offsets(tile + 1, offs + (buf ^ 1) * kTile);
-    if (tile > tile_begin) __syncthreads();  // the previous tile's P·V is done with vs and ps
-    loader.Commit(p, offs + buf * kTile, hd, kp, ks, vs);
-    __syncthreads();
-    if (tile + 1 < tile_end) loader.Issue(p, offs + (buf ^ 1) * kTile);
+  for (int tile = tile_begin, it = 0; tile < tile_end; ++tile, ++it) {
+    WaitGroup<kStages - 2>();  // this thread's copies of `tile` have landed
+    __syncthreads();           // everyone's; and the previous tile's P·V is done with its stage
+    if (tile + kStages - 1 < tile_end) issue(tile + kStages - 1, (it + kStages - 1) % kStages);
+    CommitGroup();
+    const uint8_t* ks = smem + (it % kStages) * stage_bytes;
+    const uint8_t* vs = ks + kTile * pitch;
 
     // Partial scores: warp covers a quarter of the dims, lane = position.
     {
       float sc[RM];
 #pragma unroll
       for (int r = 0; r < RM; ++r) sc[r] = 0.f;
-      const int q4 = hd / 16;  // float4s per quarter
-      const float4* krow = reinterpret_cast<const float4*>(ks + lane * kp) + warp * q4;
-      const float4* qrow = reinterpret_cast<const float4*>(qs) + warp * q4;
-#pragma unroll 4
-      for (int i = 0; i < q4; ++i) {
-        const float4 kk = krow[i];
-#pragma unroll
-        for (int r = 0; r < RM; ++r) {
-          const float4 qq = qrow[r * (hd / 4) + i];
-          sc[r] += kk.x * qq.x + kk.y * qq.y + kk.z * qq.z + kk.w * qq.w;
-        }
-      }
+      DotQuarter<T, HD, RM>(ks + lane * pitch, qs, hd, warp * (hd / 4), hd / 4, sc);
 #pragma unroll
       for (int r = 0; r < RM; ++r) sp[(warp * RM + r) * kTile + lane] = sc[r];
     }
@@ -269,6 +273,7 @@ __device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, 
       const float a = none ? 1.f : exp2f(m_old - m_new);
       const float sum = WarpSum(pr);
       ps[lane * RM + r] = pr;
+      __syncwarp();  // every lane has read m_run[r] / l_run[r]
       if (lane == 0) {
         alpha[r] = a;
         m_run[r] = m_new;
@@ -284,7 +289,7 @@ __device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, 
       for (int i = 0; i < kElems; ++i) acc[i] *= alpha[r0 + i];
 #pragma unroll 8
       for (int j = 0; j < kTile; ++j) {
-        const float vv = vs[j * kp + d];
+        const float vv = KvValue<T>(vs + j * vpitch, d);
         const float* pj = ps + j * RM + r0;
         if constexpr (kElems % 4 == 0) {
 #pragma unroll
@@ -307,12 +312,13 @@ __device__ void RunItem(const Params& p, float* smem, int t, int len, int pos0, 
         if (e < RM * hd) {
           const int r = e / hd, d = e - r * hd;
           float a = acc[i] * alpha[r];
-          for (int j = 0; j < kTile; ++j) a += ps[j * RM + r] * vs[j * kp + d];
+          for (int j = 0; j < kTile; ++j) a += ps[j * RM + r] * KvValue<T>(vs + j * vpitch, d);
           acc[i] = a;
         }
       }
     }
   }
+  WaitGroup<0>();   // no copy may still target shared memory when the CTA exits
   __syncthreads();  // final m_run, l_run
 
 #pragma unroll
@@ -369,7 +375,7 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const Params p) {
   extern __shared__ float4 smem4[];
   const Cta c(p);
   if (c.has_prev || c.has_next) return;
-  RunItem<T, HD, RS>(p, reinterpret_cast<float*>(smem4), c.t, 1, c.pos, c.h0, c.nh, c.kvh, c.split, c.leader);
+  RunItem<T, HD, RS>(p, reinterpret_cast<uint8_t*>(smem4), c.t, 1, c.pos, c.h0, c.nh, c.kvh, c.split, c.leader);
 }
 
 // Runs of consecutive positions (prefill chunks), cut where the position is a multiple of
@@ -386,22 +392,27 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(const Params p) {
          (c.pos + len) % run_cap != 0) {
     ++len;
   }
-  RunItem<T, HD, kItemRows>(p, reinterpret_cast<float*>(smem4), c.t, len, c.pos, c.h0, c.nh, c.kvh, c.split, c.leader);
+  RunItem<T, HD, kItemRows>(p, reinterpret_cast<uint8_t*>(smem4), c.t, len, c.pos, c.h0, c.nh, c.kvh, c.split,
+                            c.leader);
 }
 
-// Launches `kernel` with the dynamic shared memory for p.head_dim; raises its limit once per device.
-template <typename Kernel>
+// Launches `kernel` with its dynamic shared memory; raises its limit once per device.
+template <KvKind T, typename Kernel>
 void LaunchKernel(Kernel kernel, int rm, std::atomic<uint64_t>& raised, const Params& p, unsigned grid,
                   cudaStream_t stream) {
+  const size_t smem = SmemBytes(T, p.vec_bytes, p.head_dim, rm);
   int dev = 0;
   HERD_CUDA_CHECK(cudaGetDevice(&dev));
   const uint64_t bit = uint64_t{1} << (dev & 63);
   if ((raised.load(std::memory_order_relaxed) & bit) == 0) {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(SmemBytes(kMaxHeadDim, rm))));
+    // The most any head_dim needs (vector bytes of head_dim kMaxHeadDim).
+    const int max_vec =
+        T == KvKind::kF16 ? 2 * kMaxHeadDim : (T == KvKind::kF32 ? 4 * kMaxHeadDim : kMaxHeadDim / 32 * 34);
+    const int most = static_cast<int>(SmemBytes(T, max_vec, kMaxHeadDim, rm));
+    HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
     raised.fetch_or(bit);
   }
-  kernel<<<grid, kThreads, SmemBytes(p.head_dim, rm), stream>>>(p);
+  kernel<<<grid, kThreads, smem, stream>>>(p);
   HERD_CUDA_CHECK_LAUNCH();
 }
 
@@ -410,16 +421,16 @@ void LaunchHd(const Params& p, int rows_small, bool prefill, unsigned grid, cuda
   static std::atomic<uint64_t> raised[4];
   if constexpr (HD > 0) {
     if (rows_small == 4) {
-      LaunchKernel(DecodeKernel<T, HD, 4>, 4, raised[0], p, grid, stream);
+      LaunchKernel<T>(DecodeKernel<T, HD, 4>, 4, raised[0], p, grid, stream);
     } else if (rows_small == 8) {
-      LaunchKernel(DecodeKernel<T, HD, 8>, 8, raised[1], p, grid, stream);
+      LaunchKernel<T>(DecodeKernel<T, HD, 8>, 8, raised[1], p, grid, stream);
     } else {
-      LaunchKernel(DecodeKernel<T, HD, kItemRows>, kItemRows, raised[2], p, grid, stream);
+      LaunchKernel<T>(DecodeKernel<T, HD, kItemRows>, kItemRows, raised[2], p, grid, stream);
     }
   } else {
-    LaunchKernel(DecodeKernel<T, 0, kItemRows>, kItemRows, raised[2], p, grid, stream);
+    LaunchKernel<T>(DecodeKernel<T, 0, kItemRows>, kItemRows, raised[2], p, grid, stream);
   }
-  if (prefill) LaunchKernel(PrefillKernel<T, HD>, kItemRows, raised[3], p, grid, stream);
+  if (prefill) LaunchKernel<T>(PrefillKernel<T, HD>, kItemRows, raised[3], p, grid, stream);
 }
 
 // The decode kernel (rows_small: 4, 8 or 16 rows) and, when the batch may hold runs of positions
