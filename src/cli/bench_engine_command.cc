@@ -49,6 +49,7 @@ struct BenchEngineOptions {
   bool no_coalesce = false;
   bool json = false;
   std::string kv_type = "f16";
+  std::string device = "cpu";
   std::string kv_budget;  // empty: room for every in-flight sequence at full length
 };
 
@@ -90,8 +91,8 @@ void RunBenchEngine(const BenchEngineOptions& o) {
     if (!b.ok()) Fail("--kv-budget: " + b.status().message());
     budget = *b;
   }
-  LoadedModel lm =
-      LoadModelOrFail(o.model, o.threads, per_seq * (o.concurrency + 1) + 64, KvTypeFromName(o.kv_type), budget);
+  LoadedModel lm = LoadModelOrFail(o.model, o.threads, per_seq * (o.concurrency + 1) + 64, KvTypeFromName(o.kv_type),
+                                   budget, o.device);
   EngineOptions eo;
   eo.scheduler.max_batch_tokens = o.batch_tokens;
   eo.scheduler.max_running = std::max(o.concurrency, 1);
@@ -228,9 +229,11 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   const int64_t hits = after.prefix.hit_tokens - before.prefix.hit_tokens;
   const double hit_rate = queried > 0 ? static_cast<double>(hits) / static_cast<double>(queried) : 0.0;
   const Percentiles a = Summarize(ttft), b = Summarize(itl), c = Summarize(e2e);
+  const std::string kernels = lm.device.cuda ? lm.backend->name() : cpu::MatMulIsaName();
   if (o.json) {
     std::printf(
-        "{\"model\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"kv_type\": \"%s\", \"requests\": %d, "
+        "{\"model\": \"%s\", \"device\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"kv_type\": \"%s\", \"requests\": "
+        "%d, "
         "\"concurrency\": %d, \"request_rate\": %.3f, \"prompt_len\": %d, \"gen_len\": %d, \"shared_prefix\": %d, "
         "\"batch_tokens\": %d, "
         "\"prefix_cache\": %s, \"wall_s\": %.3f, \"prompt_tok_s\": %.2f, \"gen_tok_s\": %.2f, \"decode_tok_s\": %.2f, "
@@ -238,14 +241,15 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         "\"itl_ms\": {\"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f, \"mean\": %.2f}, "
         "\"e2e_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"cache_hit_rate\": %.4f, \"coalesced\": %lld, \"preemptions\": %lld, \"errors\": %d}\n",
-        o.model.c_str(), cpu::MatMulIsaName(), lm.threads, o.kv_type.c_str(), o.requests, o.concurrency, o.rate,
-        o.prompt_len, o.gen_len, o.shared_prefix, o.batch_tokens, o.no_prefix_cache ? "false" : "true", wall,
-        prompt_tps, gen_tps, decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50, b.p90, b.p99, b.mean, c.p50, c.p90, c.p99,
-        c.mean, hit_rate, static_cast<long long>(after.coalesced - before.coalesced),
+        o.model.c_str(), lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.kv_type.c_str(), o.requests,
+        o.concurrency, o.rate, o.prompt_len, o.gen_len, o.shared_prefix, o.batch_tokens,
+        o.no_prefix_cache ? "false" : "true", wall, prompt_tps, gen_tps, decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50,
+        b.p90, b.p99, b.mean, c.p50, c.p90, c.p99, c.mean, hit_rate,
+        static_cast<long long>(after.coalesced - before.coalesced),
         static_cast<long long>(after.preemptions - before.preemptions), errors);
   } else {
-    std::printf("model: %s  kernels %s, %d threads, kv %s\n", o.model.c_str(), cpu::MatMulIsaName(), lm.threads,
-                o.kv_type.c_str());
+    std::printf("model: %s  device %s, kernels %s, %d threads, kv %s\n", o.model.c_str(), lm.device.ToString().c_str(),
+                kernels.c_str(), lm.threads, o.kv_type.c_str());
     std::printf("workload: %d requests, concurrency %d, prompt %d (shared prefix %d), gen %d, batch %d tokens%s\n",
                 o.requests, o.concurrency, o.prompt_len, o.shared_prefix, o.gen_len, o.batch_tokens,
                 o.no_prefix_cache ? ", prefix cache off" : "");
@@ -282,6 +286,7 @@ void AddBenchEngineCommand(CLI::App& app) {
   cmd->add_option("--distinct-prompts", o->distinct, "Draw prompts from this many distinct ones (0: all distinct)");
   cmd->add_flag("--no-coalesce", o->no_coalesce, "Compute identical greedy requests separately");
   AddKvTypeOption(cmd, &o->kv_type);
+  AddDeviceOption(cmd, &o->device);
   cmd->add_option("--kv-budget", o->kv_budget,
                   "KV pool size: bytes (4GiB, 512MiB) or a fraction of available memory (0.3); default: every "
                   "in-flight sequence at full length");

@@ -1,4 +1,5 @@
-// herd bench-model -m MODEL -p 512 -n 128 [-t THREADS] [-r REPS] [--kv-type f16|f32|q8_0] [--json]
+// herd bench-model -m MODEL -p 512 -n 128 [-t THREADS] [-r REPS] [--kv-type f16|f32|q8_0]
+//                  [--device cpu|cuda[:N]] [--json]
 //
 // Measures like llama-bench: prompt processing (pp) = one forward pass over p tokens from an
 // empty context (chunked by --batch); text generation (tg) = n single-token decode steps from
@@ -27,6 +28,7 @@ struct BenchOptions {
   int batch = 512;
   bool json = false;
   std::string kv_type = "f16";
+  std::string device = "cpu";
 };
 
 struct Stats {
@@ -50,7 +52,7 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 }
 
 void RunBench(const BenchOptions& o) {
-  LoadedModel lm = LoadModelOrFail(o.model, o.threads, o.prompt + o.gen + 16, KvTypeFromName(o.kv_type));
+  LoadedModel lm = LoadModelOrFail(o.model, o.threads, o.prompt + o.gen + 16, KvTypeFromName(o.kv_type), 0, o.device);
   Model& model = *lm.model;
   const int32_t n_vocab = model.config().n_vocab;
   std::vector<int32_t> prompt;
@@ -88,17 +90,20 @@ void RunBench(const BenchOptions& o) {
   const double gb = static_cast<double>(lm.file->file_size()) / 1e9;
   const std::string kv_name(DTypeName(lm.cache->config().type));
   const char* kv = kv_name.c_str();
+  // The kernels: the CPU's instruction set, or the GPU backend's name (the device).
+  const std::string kernels = lm.device.cuda ? lm.backend->name() : cpu::MatMulIsaName();
   if (o.json) {
     std::printf(
-        "{\"model\": \"%s\", \"file_gb\": %.4f, \"isa\": \"%s\", \"threads\": %d, \"reps\": %d, "
+        "{\"model\": \"%s\", \"file_gb\": %.4f, \"device\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"reps\": %d, "
         "\"kv_type\": \"%s\", \"prompt\": %d, \"gen\": %d, \"pp_tok_s\": %.3f, \"pp_sd\": %.3f, "
         "\"tg_tok_s\": %.3f, \"tg_sd\": %.3f}\n",
-        o.model.c_str(), gb, cpu::MatMulIsaName(), lm.threads, o.reps, kv, o.prompt, o.gen, p.mean, p.sd, g.mean, g.sd);
+        o.model.c_str(), gb, lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.reps, kv, o.prompt, o.gen,
+        p.mean, p.sd, g.mean, g.sd);
     return;
   }
   std::printf("model: %s (%.3f GB) %s\n", o.model.c_str(), gb, model.config().Describe().c_str());
-  std::printf("backend: cpu, kernels %s, %d threads, %d reps, kv cache %s\n", cpu::MatMulIsaName(), lm.threads, o.reps,
-              kv);
+  std::printf("backend: %s, kernels %s, %d threads, %d reps, kv cache %s\n", lm.device.ToString().c_str(),
+              kernels.c_str(), lm.threads, o.reps, kv);
   std::printf("| test | tokens/s |\n|---|---|\n");
   if (o.prompt > 0) std::printf("| pp%d | %.2f ± %.2f |\n", o.prompt, p.mean, p.sd);
   if (o.gen > 0) std::printf("| tg%d | %.2f ± %.2f |\n", o.gen, g.mean, g.sd);
@@ -116,6 +121,7 @@ void AddBenchModelCommand(CLI::App& app) {
   cmd->add_option("-r,--reps", o->reps, "Repetitions")->capture_default_str();
   cmd->add_option("-b,--batch", o->batch, "Most tokens per forward pass")->capture_default_str();
   AddKvTypeOption(cmd, &o->kv_type);
+  AddDeviceOption(cmd, &o->device);
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->callback([o] { RunBench(*o); });
 }

@@ -24,14 +24,25 @@ DType KvTypeFromName(const std::string& name) {
   return *t;
 }
 
-LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type,
-                            size_t kv_budget_bytes) {
+void AddDeviceOption(CLI::App* cmd, std::string* device) {
+  if (const char* env = std::getenv("HERD_DEVICE"); env != nullptr && *env != '\0') *device = env;
+  cmd->add_option("--device", *device, "Where the model runs: cpu, cuda or cuda:N ($HERD_DEVICE)")
+      ->capture_default_str();
+}
+
+LoadedModel LoadModelOrFail(const std::string& path, int threads, int32_t n_ctx, DType kv_type, size_t kv_budget_bytes,
+                            const std::string& device) {
   LoadedModel lm;
+  auto spec = ParseDevice(device);
+  if (!spec.ok()) Fail("--device: " + spec.status().message());
+  lm.device = *spec;
   auto file = GgufFile::Open(path);
   if (!file.ok()) Fail(file.status().message());
   lm.file = std::move(file).value();
   lm.threads = threads > 0 ? threads : ThreadPool::DefaultThreadCount();
-  lm.backend = MakeCpuBackend(lm.threads);
+  auto backend = MakeBackend(lm.device, lm.threads);
+  if (!backend.ok()) Fail(backend.status().message());
+  lm.backend = std::move(backend).value();
   auto model = LoadModel(*lm.file, lm.backend.get());
   if (!model.ok()) Fail(model.status().message());
   lm.model = std::move(model).value();

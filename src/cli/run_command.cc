@@ -15,7 +15,7 @@ namespace herd::cli {
 
 void RunGeneration(const RunOptions& o) {
   const std::string path = o.model.empty() ? DemoModelPathOrFail() : o.model;
-  LoadedModel lm = LoadModelOrFail(path, o.threads, o.ctx, KvTypeFromName(o.kv_type));
+  LoadedModel lm = LoadModelOrFail(path, o.threads, o.ctx, KvTypeFromName(o.kv_type), 0, o.device);
   auto tok = Tokenizer::FromGguf(*lm.file);
   if (!tok.ok()) Fail(tok.status().message());
   const Tokenizer& tokenizer = **tok;

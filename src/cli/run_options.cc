@@ -20,6 +20,7 @@ void AddRunOptions(CLI::App* cmd, RunOptions* o) {
   cmd->add_option("-b,--batch-size", o->batch, "Most prompt tokens per forward pass")->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-generation tokens");
   AddKvTypeOption(cmd, &o->kv_type);
+  AddDeviceOption(cmd, &o->device);
   SamplingParams& s = o->sampling;
   cmd->add_option("--temp", s.temperature, "Temperature (0: greedy)")->capture_default_str();
   cmd->add_option("--top-k", s.top_k, "Top-k (0: off)")->capture_default_str();

@@ -20,10 +20,11 @@ struct RunOptions {
   int batch = 512;
   bool ignore_eos = false;
   std::string kv_type = "f16";  // --kv-type: f16 | f32 | q8_0
+  std::string device = "cpu";   // --device: cpu | cuda | cuda:N
   SamplingParams sampling;
 };
 
-// Registers -m, -p, -n, -t, -c, -b, --ignore-eos, --kv-type and the sampling flags (--temp, --top-k,
+// Registers -m, -p, -n, -t, -c, -b, --ignore-eos, --kv-type, --device and the sampling flags (--temp, --top-k,
 // --top-p, --min-p, --typical-p, --repeat-penalty, --repeat-last-n, --presence-penalty,
 // --frequency-penalty, --seed) on `cmd`.
 void AddRunOptions(CLI::App* cmd, RunOptions* o);

@@ -35,8 +35,9 @@ struct ServeOptions {
   int port = 11434;
   int threads = 0;
   int ctx = 4096;
-  int batch_tokens = 128;
+  int batch_tokens = 0;
   std::string kv_type = "f16";
+  std::string device = "cpu";
   std::string kv_budget;
   int io_threads = 2;
   std::string cors;
@@ -69,6 +70,13 @@ double ParseKeepAlive(const std::string& text) {
   return total;
 }
 
+DeviceSpec DeviceOrFail(const std::string& what, const std::string& text) {
+  auto d = ParseDevice(text);
+  if (!d.ok()) Fail(what + ": " + d.status().message());
+  if (d->cuda && !CudaBuilt()) Fail(what + ": " + text + ": this herd was built without CUDA (nvcc was not found)");
+  return *d;
+}
+
 size_t MemoryOrFail(const std::string& what, const std::string& text) {
   auto b = ParseMemoryBudget(text, AvailableMemoryBytes());
   if (!b.ok()) Fail(what + ": " + b.status().message());
@@ -81,16 +89,17 @@ size_t RegisterModels(const ServeOptions& o, const server::ModelInstanceOptions&
   if (o.aliases.size() > o.models.size()) Fail("--alias given more often than -m");
   std::vector<ModelSpec> specs;
   for (size_t i = 0; i < o.models.size(); ++i) {
-    specs.push_back({o.models[i], i < o.aliases.size() ? o.aliases[i] : "", {}, {}, {}, {}, {}});
+    specs.push_back({o.models[i], i < o.aliases.size() ? o.aliases[i] : "", {}, {}, {}, {}, {}, {}});
   }
   specs.insert(specs.end(), o.model_specs.begin(), o.model_specs.end());
-  if (specs.empty() && o.models_dirs.empty()) specs.push_back({DemoModelPathOrFail(), "", {}, {}, {}, {}, {}});
+  if (specs.empty() && o.models_dirs.empty()) specs.push_back({DemoModelPathOrFail(), "", {}, {}, {}, {}, {}, {}});
   for (size_t i = 0; i < specs.size(); ++i) {
     const ModelSpec& spec = specs[i];
     server::ModelInstanceOptions mo = defaults;
     if (spec.ctx) mo.n_ctx = *spec.ctx;
     if (spec.threads) mo.threads = *spec.threads;
     if (spec.batch_tokens) mo.max_batch_tokens = *spec.batch_tokens;
+    if (spec.device) mo.device = DeviceOrFail("device of " + spec.path, *spec.device);
     if (spec.kv_type) mo.kv_type = KvTypeFromName(*spec.kv_type);
     if (spec.kv_budget) mo.kv_budget_bytes = MemoryOrFail("kv_budget of " + spec.path, *spec.kv_budget);
     auto entry = server::FileEntry(spec.path, spec.alias, mo);
@@ -132,6 +141,7 @@ void Serve(const ServeOptions& o) {
   defaults.threads = o.threads;
   defaults.n_ctx = o.ctx;
   defaults.max_batch_tokens = o.batch_tokens;
+  defaults.device = DeviceOrFail("--device", o.device);
   defaults.kv_type = KvTypeFromName(o.kv_type);
   if (!o.kv_budget.empty()) defaults.kv_budget_bytes = MemoryOrFail("--kv-budget", o.kv_budget);
   server::RegistryOptions ro;
@@ -214,11 +224,13 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--port", o->port, "Port (Ollama's by default)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("-t,--threads", o->threads, "Compute threads (0: all cores)");
   cmd->add_option("-c,--ctx", o->ctx, "Longest sequence in tokens")->capture_default_str();
-  cmd->add_option("--batch-tokens", o->batch_tokens, "Tokens per engine step (64-128 keeps CPU steps short)")
+  cmd->add_option("--batch-tokens", o->batch_tokens, "Tokens per engine step (0: 128 on the CPU, 2048 on a GPU)")
       ->capture_default_str();
+  cmd->add_option("--device", o->device, "Where models run: cpu, cuda (GPU 0) or cuda:N")->capture_default_str();
   AddKvTypeOption(cmd, &o->kv_type);
   cmd->add_option("--kv-budget", o->kv_budget,
-                  "KV pool: bytes (2GiB) or a fraction of available memory (0.3); default: 4 full contexts");
+                  "KV pool: bytes (2GiB) or a fraction of available memory (0.3); default: 4 full contexts on the "
+                  "CPU, 90% of the GPU memory left after the weights (at most 64 full contexts) on a GPU");
   cmd->add_option("--io-threads", o->io_threads, "HTTP I/O threads")->capture_default_str();
   cmd->add_option("--cors", o->cors, "Access-Control-Allow-Origin value (empty: CORS off)");
   cmd->add_option("--api-key", o->api_keys,

@@ -59,8 +59,10 @@ ModelSpec ReadModel(const std::string& path, const toml::table& t, size_t index)
       m.kv_type = *text;
     } else if (key == "kv_budget" || key == "kv-budget") {
       m.kv_budget = *text;
+    } else if (key == "device") {
+      m.device = *text;
     } else {
-      Bad(path, name, "unknown key (known: path, alias, ctx, threads, batch_tokens, kv_type, kv_budget)");
+      Bad(path, name, "unknown key (known: path, alias, ctx, threads, batch_tokens, kv_type, kv_budget, device)");
     }
   }
   if (m.path.empty()) Bad(path, where, "needs a path");

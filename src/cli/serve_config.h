@@ -18,7 +18,7 @@ struct ModelSpec {
   std::string path;
   std::string alias;
   std::optional<int> ctx, threads, batch_tokens;
-  std::optional<std::string> kv_type, kv_budget;
+  std::optional<std::string> kv_type, kv_budget, device;
 };
 
 // Gives every long option of `cmd` (except --help and --config) the environment variable

@@ -10,12 +10,24 @@
 namespace herd::server {
 namespace {
 
+constexpr int32_t kGpuMaxRunning = 64;  // the scheduler's default max_running
+constexpr double kGpuKvShare = 0.9;     // of the device memory free after the weights
+
 // The KV pool for `c` under the options, and the context length actually served.
-KvCacheConfig PoolFor(const ModelConfig& c, const ModelInstanceOptions& o, int32_t* n_ctx) {
+// device_free_bytes: free device memory after the weights (GPU models), else 0.
+KvCacheConfig PoolFor(const ModelConfig& c, const ModelInstanceOptions& o, int32_t* n_ctx,
+                      size_t device_free_bytes = 0) {
   *n_ctx = std::min(o.n_ctx > 0 ? o.n_ctx : c.n_ctx_train, c.n_ctx_train);
   KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, 0, o.kv_type};
-  kc.n_blocks = o.kv_budget_bytes > 0 ? KvCacheConfig::BlocksForBudget(kc, o.kv_budget_bytes)
-                                      : 4 * ((*n_ctx + kc.block_size - 1) / kc.block_size);
+  const int32_t blocks_per_seq = (*n_ctx + kc.block_size - 1) / kc.block_size;
+  if (o.kv_budget_bytes > 0) {
+    kc.n_blocks = KvCacheConfig::BlocksForBudget(kc, o.kv_budget_bytes);
+  } else if (device_free_bytes > 0) {
+    const auto share = static_cast<size_t>(kGpuKvShare * static_cast<double>(device_free_bytes));
+    kc.n_blocks = std::min(KvCacheConfig::BlocksForBudget(kc, share), kGpuMaxRunning * blocks_per_seq);
+  } else {
+    kc.n_blocks = 4 * blocks_per_seq;
+  }
   return kc;
 }
 
@@ -25,6 +37,7 @@ Result<size_t> ModelInstance::EstimateMemory(const ModelInstanceOptions& o) {
   HERD_ASSIGN_OR_RETURN(auto file, GgufFile::Open(o.path));
   HERD_ASSIGN_OR_RETURN(std::string arch, file->GetString("general.architecture"));
   HERD_ASSIGN_OR_RETURN(ModelConfig c, ReadLlamaLikeConfig(*file, arch));
+  if (o.device.cuda) return static_cast<size_t>(file->file_size());  // weights and KV pool in device memory
   int32_t n_ctx = 0;
   const KvCacheConfig kc = PoolFor(c, o, &n_ctx);
   return static_cast<size_t>(file->file_size()) + kc.BytesPerBlock() * static_cast<size_t>(std::max(kc.n_blocks, 0));
@@ -37,7 +50,8 @@ Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOp
   m->created_ =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   HERD_ASSIGN_OR_RETURN(m->file_, GgufFile::Open(o.path));
-  m->backend_ = MakeCpuBackend(o.threads);
+  m->device_ = o.device;
+  HERD_ASSIGN_OR_RETURN(m->backend_, MakeBackend(o.device, o.threads));
   HERD_ASSIGN_OR_RETURN(m->model_, LoadModel(*m->file_, m->backend_.get()));
   HERD_ASSIGN_OR_RETURN(m->tokenizer_, Tokenizer::FromGguf(*m->file_));
   if (m->file_->Has("tokenizer.chat_template")) {
@@ -48,12 +62,14 @@ Result<std::unique_ptr<ModelInstance>> ModelInstance::Load(const ModelInstanceOp
   }
   const ModelConfig& c = m->model_->config();
   int32_t n_ctx = 0;
-  const KvCacheConfig kc = PoolFor(c, o, &n_ctx);
+  size_t device_free = 0, device_total = 0;
+  if (!m->backend_->DeviceMemory(&device_free, &device_total)) device_free = 0;
+  const KvCacheConfig kc = PoolFor(c, o, &n_ctx, device_free);
   if (kc.n_blocks <= 0) return InvalidArgument("the KV budget holds no block");
   HERD_ASSIGN_OR_RETURN(m->cache_, KvCache::Create(m->backend_.get(), kc));
   EngineOptions eo;
   eo.n_ctx = n_ctx;
-  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  eo.scheduler.max_batch_tokens = o.max_batch_tokens > 0 ? o.max_batch_tokens : (o.device.cuda ? 2048 : 128);
   eo.metrics = o.metrics;
   HERD_ASSIGN_OR_RETURN(eo.cache_key, FileIdentityAt(o.path));
   HERD_ASSIGN_OR_RETURN(m->engine_, Engine::Create(m->model_.get(), m->cache_.get(), m->tokenizer_.get(), eo));

@@ -25,11 +25,14 @@ namespace herd::server {
 
 struct ModelInstanceOptions {
   std::string path;
-  std::string name;                // the API's model id; empty: the file name without .gguf
-  int threads = 0;                 // 0: one per core
-  size_t kv_budget_bytes = 0;      // 0: room for 4 sequences at full context
-  int32_t n_ctx = 4096;            // longest sequence (capped at the model's training context)
-  int32_t max_batch_tokens = 128;  // per engine step: 64-128 keeps CPU steps short
+  std::string name;   // the API's model id; empty: the file name without .gguf
+  int threads = 0;    // 0: one per core
+  DeviceSpec device;  // CPU (default) or a CUDA GPU
+  // 0: CPU: room for 4 sequences at full context; GPU: 90% of the device memory still free
+  // after the weights, at most max_running (64) sequences at full context.
+  size_t kv_budget_bytes = 0;
+  int32_t n_ctx = 4096;          // longest sequence (capped at the model's training context)
+  int32_t max_batch_tokens = 0;  // per engine step; 0: 128 on the CPU (short steps), 2048 on a GPU
   DType kv_type = DType::kF16;
   // Pinned prefixes (Anthropic cache_control) are saved here when the model is unloaded and
   // loaded back at start, so agents' system prompts are warm after a restart. Empty: off.
@@ -43,8 +46,9 @@ class ModelInstance {
  public:
   // Loads the model and starts its engine. Errors name the file and the reason.
   static Result<std::unique_ptr<ModelInstance>> Load(const ModelInstanceOptions& options);
-  // Bytes the model will hold once loaded: the file (weights are used in place from the mapping)
-  // plus the KV pool. Reads only the GGUF header. Errors: the file cannot be read or parsed.
+  // Host bytes the model will hold once loaded: the file (weights are used in place from the
+  // mapping) plus the KV pool; for a GPU model the file only (weights and pool are in device
+  // memory). Reads only the GGUF header. Errors: the file cannot be read or parsed.
   static Result<size_t> EstimateMemory(const ModelInstanceOptions& options);
   ~ModelInstance();  // stops the engine, then saves the prefix cache file if configured
 
@@ -56,7 +60,10 @@ class ModelInstance {
   uint64_t file_size() const { return file_->file_size(); }
   const std::string& path() const { return path_; }
   int32_t prefix_blocks_loaded() const { return prefix_blocks_loaded_; }
-  size_t memory_bytes() const { return file_->file_size() + cache_->bytes(); }
+  // Host memory held: the file (weights used in place on the CPU) plus the KV pool on the CPU;
+  // on a GPU the weights and the pool live in device memory and the mapping is only page cache.
+  size_t memory_bytes() const { return file_->file_size() + (device_.cuda ? 0 : cache_->bytes()); }
+  const DeviceSpec& device() const { return device_; }
   const ModelConfig& config() const { return model_->config(); }
   const GgufFile& file() const { return *file_; }
   bool has_chat_template() const { return template_ != nullptr; }
@@ -96,6 +103,7 @@ class ModelInstance {
   int32_t prefix_blocks_loaded_ = 0;
   double load_seconds_ = 0;
   int64_t created_ = 0;
+  DeviceSpec device_;
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
