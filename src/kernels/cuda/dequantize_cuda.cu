@@ -34,7 +34,8 @@ __device__ __forceinline__ Out FromFloat(float v) {
 }
 
 // ids == nullptr: rows row0 .. row0 + gridDim.x - 1; else rows ids[blockIdx.x] (out of range:
-// the output row is NaN).
+// the output row is NaN). Shared memory: the segment's input bytes (+ pad, rounded to 16), then
+// its outputs, which are written back with coalesced 16-byte stores.
 template <DType T, typename Out>
 __global__ void DequantRowsKernel(const uint8_t* w, int64_t row_bytes, int64_t table_rows, int blocks_per_row,
                                   const int32_t* ids, int64_t row0, int seg_blocks, bool aligned, Out* out,
@@ -45,10 +46,10 @@ __global__ void DequantRowsKernel(const uint8_t* w, int64_t row_bytes, int64_t t
   const int64_t row = ids != nullptr ? static_cast<int64_t>(ids[r]) : row0 + r;
   const int b0 = blockIdx.y * seg_blocks;
   const int nb = min(seg_blocks, blocks_per_row - b0);
+  const int n_out = nb * Q::kChunks * 32;  // outputs of this segment
   Out* o = out + r * n_in + static_cast<int64_t>(b0) * Q::kChunks * 32;
   if (row < 0 || row >= table_rows) {
-    for (int i = threadIdx.x; i < nb * Q::kChunks * 32; i += blockDim.x)
-      o[i] = FromFloat<Out>(__int_as_float(0x7fc00000));
+    for (int i = threadIdx.x; i < n_out; i += blockDim.x) o[i] = FromFloat<Out>(__int_as_float(0x7fc00000));
     return;
   }
   StageCopy(smem, w + row * row_bytes + static_cast<int64_t>(b0) * Q::kBlockBytes, nb * Q::kBlockBytes, aligned,
@@ -56,35 +57,42 @@ __global__ void DequantRowsKernel(const uint8_t* w, int64_t row_bytes, int64_t t
   CpAsyncCommit();
   CpAsyncWait<0>();
   __syncthreads();
+  Out* staged = reinterpret_cast<Out*>(smem + ((seg_blocks * Q::kBlockBytes + kSmemPad + 15) & ~15));
   const int lc = threadIdx.x;
-  if (lc >= nb * Q::kChunks) return;
-  Chunk ch;
-  DecodeChunk<T>(SmemSrc{smem}, (lc / Q::kChunks) * Q::kBlockBytes, lc % Q::kChunks, ch);
-  float f[32];
+  if (lc < nb * Q::kChunks) {
+    Chunk ch;
+    DecodeChunk<T>(SmemSrc{smem}, (lc / Q::kChunks) * Q::kBlockBytes, lc % Q::kChunks, ch);
+    float f[32];
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
+    for (int k = 0; k < 8; ++k) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      f[4 * k + i] = __fmaf_rn(ch.sc[k >> 2], static_cast<float>(ByteAt(ch.w[k], i)), ch.mn[k >> 2]);
-  }
-  Out* oc = o + lc * 32;
-  if (!vec_out) {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) oc[i] = FromFloat<Out>(f[i]);
-  } else if constexpr (std::is_same_v<Out, float>) {
-#pragma unroll
-    for (int k = 0; k < 8; ++k)
-      reinterpret_cast<float4*>(oc)[k] = make_float4(f[4 * k], f[4 * k + 1], f[4 * k + 2], f[4 * k + 3]);
-  } else {
-    uint32_t h[16];
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const __half2 p = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-      h[k] = *reinterpret_cast<const uint32_t*>(&p);
+      for (int i = 0; i < 4; ++i)
+        f[4 * k + i] = __fmaf_rn(ch.sc[k >> 2], static_cast<float>(ByteAt(ch.w[k], i)), ch.mn[k >> 2]);
     }
+    uint4* dst = reinterpret_cast<uint4*>(staged + lc * 32);
+    if constexpr (std::is_same_v<Out, float>) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      reinterpret_cast<uint4*>(oc)[k] = make_uint4(h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
+      for (int k = 0; k < 8; ++k)
+        dst[k] = make_uint4(__float_as_uint(f[4 * k]), __float_as_uint(f[4 * k + 1]), __float_as_uint(f[4 * k + 2]),
+                            __float_as_uint(f[4 * k + 3]));
+    } else {
+      uint32_t h[16];
+#pragma unroll
+      for (int k = 0; k < 16; ++k) {
+        const __half2 p = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+        h[k] = *reinterpret_cast<const uint32_t*>(&p);
+      }
+#pragma unroll
+      for (int k = 0; k < 4; ++k) dst[k] = make_uint4(h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
+    }
+  }
+  __syncthreads();
+  if (vec_out) {
+    const int n16 = n_out * static_cast<int>(sizeof(Out)) / 16;
+    for (int i = threadIdx.x; i < n16; i += blockDim.x)
+      reinterpret_cast<uint4*>(o)[i] = reinterpret_cast<const uint4*>(staged)[i];
+  } else {
+    for (int i = threadIdx.x; i < n_out; i += blockDim.x) o[i] = staged[i];
   }
 }
 
@@ -106,7 +114,8 @@ void LaunchDequant(const TensorView& w, const int32_t* ids, int64_t row0, int64_
   const int seg_chunks = std::min(kMaxSegChunks, (cpr + unit - 1) / unit * unit);
   const int seg_blocks = seg_chunks / Q::kChunks;
   const int n_seg = (bpr + seg_blocks - 1) / seg_blocks;
-  const size_t smem = static_cast<size_t>(seg_blocks) * Q::kBlockBytes + kSmemPad;
+  const size_t smem = ((static_cast<size_t>(seg_blocks) * Q::kBlockBytes + kSmemPad + 15) & ~size_t{15}) +
+                      static_cast<size_t>(seg_chunks) * 32 * sizeof(Out);
   HERD_CHECK(n_rows < (int64_t{1} << 31) && n_seg < 65536);
   const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>(n_seg));
   DequantRowsKernel<T, Out><<<grid, seg_chunks, smem, stream>>>(static_cast<const uint8_t*>(w.data), row_bytes,
@@ -134,7 +143,13 @@ __global__ void GatherFloatKernel(const void* table, int64_t table_rows, int64_t
   out[i] = row >= 0 && row < table_rows ? FloatAt<T>(table, row * cols + c) : __int_as_float(0x7fc00000);
 }
 
-__global__ void QuantizeActKernel(const float* x, int64_t n_chunks, int8_t* xq, float4* xm, bool vec) {
+__global__ void QuantizeActKernel(const float* x, int64_t n_chunks, int64_t nc, int64_t q_stride, int64_t c_stride,
+                                  int8_t* q, float* dd, float2* ss, bool vec) {
+  // Launched with programmatic stream serialization (matmul_gemv.cu): let the GEMV after this
+  // kernel start its weight loads, then wait for the kernels before it (x, and the previous
+  // GEMV still reading the buffers written below).
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   const int64_t gc = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (gc >= n_chunks) return;
   float v[32];
@@ -161,20 +176,22 @@ __global__ void QuantizeActKernel(const float* x, int64_t n_chunks, int8_t* xq, 
     uint32_t p = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int q = min(127, max(-127, __float2int_rn(__fmul_rn(v[4 * k + i], id))));
-      p |= (static_cast<uint32_t>(q) & 0xFFu) << (8 * i);
+      const int qv = min(127, max(-127, __float2int_rn(__fmul_rn(v[4 * k + i], id))));
+      p |= (static_cast<uint32_t>(qv) & 0xFFu) << (8 * i);
       if (k < 4) {
-        s0 += q;
+        s0 += qv;
       } else {
-        s1 += q;
+        s1 += qv;
       }
     }
     packed[k] = static_cast<int>(p);
   }
-  int4* dst = reinterpret_cast<int4*>(xq + gc * 32);
-  dst[0] = make_int4(packed[0], packed[1], packed[2], packed[3]);
-  dst[1] = make_int4(packed[4], packed[5], packed[6], packed[7]);
-  xm[gc] = make_float4(d, d * static_cast<float>(s0), d * static_cast<float>(s1), 0.f);
+  const int64_t t = gc / nc, c = gc % nc;
+  int8_t* qc = q + t * q_stride + (c / 32) * 1024 + (c % 32) * 16;
+  *reinterpret_cast<int4*>(qc) = make_int4(packed[0], packed[1], packed[2], packed[3]);
+  *reinterpret_cast<int4*>(qc + 512) = make_int4(packed[4], packed[5], packed[6], packed[7]);
+  dd[t * c_stride + c] = d;
+  ss[t * c_stride + c] = make_float2(d * static_cast<float>(s0), d * static_cast<float>(s1));
 }
 
 __global__ void ConvertKernel(const float* x, int64_t n, bool bf16, void* out) {
@@ -215,12 +232,47 @@ void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out,
 
 namespace internal {
 
-void QuantizeActivations(const float* x, int64_t n_tok, int64_t n_in, int8_t* xq, float4* xm, cudaStream_t stream) {
-  HERD_CHECK(n_in % 32 == 0);
+namespace {
+struct ActLayout {
+  int64_t q_stride, c_stride;
+  size_t q_bytes, d_bytes, total;
+};
+ActLayout Layout(int64_t n_tok, int64_t n_in) {
+  ActLayout l;
+  l.q_stride = (n_in + 1023) / 1024 * 1024;
+  l.c_stride = (n_in / 32 + 31) / 32 * 32;
+  l.q_bytes = static_cast<size_t>(n_tok * l.q_stride);  // a multiple of 1024
+  l.d_bytes = (static_cast<size_t>(n_tok * l.c_stride) * 4 + 255) / 256 * 256;
+  l.total = l.q_bytes + l.d_bytes + static_cast<size_t>(n_tok * l.c_stride) * 8;
+  return l;
+}
+}  // namespace
+
+size_t QuantizedActivationBytes(int64_t n_tok, int64_t n_in) { return Layout(n_tok, n_in).total; }
+
+QuantizedActivations QuantizeActivations(const float* x, int64_t n_tok, int64_t n_in, void* buffer,
+                                         cudaStream_t stream) {
+  HERD_CHECK(n_in % 32 == 0 && (reinterpret_cast<uintptr_t>(buffer) & 255) == 0);
+  const ActLayout l = Layout(n_tok, n_in);
+  auto* base = static_cast<uint8_t*>(buffer);
+  auto* q = reinterpret_cast<int8_t*>(base);
+  auto* d = reinterpret_cast<float*>(base + l.q_bytes);
+  auto* s = reinterpret_cast<float2*>(base + l.q_bytes + l.d_bytes);
   const int64_t n_chunks = n_tok * n_in / 32;
-  if (n_chunks == 0) return;
-  QuantizeActKernel<<<Blocks(n_chunks, 128), 128, 0, stream>>>(x, n_chunks, xq, xm, Aligned16(x));
-  HERD_CUDA_CHECK_LAUNCH();
+  if (n_chunks > 0) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(Blocks(n_chunks, 128));
+    cfg.blockDim = dim3(128);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = GemvProgrammaticLaunch() ? 1 : 0;
+    HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantizeActKernel, x, n_chunks, n_in / 32, l.q_stride, l.c_stride, q, d, s,
+                                       Aligned16(x)));
+  }
+  return {q, d, s, l.q_stride, l.c_stride};
 }
 
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream) {

@@ -18,7 +18,7 @@ namespace herd::cuda {
 namespace {
 
 constexpr int64_t kGemvMaxTokQuant = 8;
-constexpr int64_t kGemvMaxTokFloat = 4;
+constexpr int64_t kGemvMaxTokFloat = 1;
 constexpr size_t kTileBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
@@ -80,17 +80,9 @@ struct MatMulRunner::Impl {
     return blas;
   }
 
-  struct QuantX {
-    const int8_t* xq;
-    const float4* xm;
-  };
-  QuantX Quantize(const float* x, int64_t n_tok, int64_t n_in) {
-    const size_t q_bytes = AlignUp(static_cast<size_t>(n_tok * n_in), 256);
-    auto* base = static_cast<uint8_t*>(act.Get(q_bytes + static_cast<size_t>(n_tok * n_in / 32) * 16, stream));
-    auto* xq = reinterpret_cast<int8_t*>(base);
-    auto* xm = reinterpret_cast<float4*>(base + q_bytes);
-    internal::QuantizeActivations(x, n_tok, n_in, xq, xm, stream);
-    return {xq, xm};
+  internal::QuantizedActivations Quantize(const float* x, int64_t n_tok, int64_t n_in) {
+    void* buf = act.Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
+    return internal::QuantizeActivations(x, n_tok, n_in, buf, stream);
   }
 
   const void* Convert(const float* x, int64_t n_tok, int64_t n_in, bool bf16) {
@@ -138,24 +130,41 @@ struct MatMulRunner::Impl {
     HERD_CHECK(ws.size() == ys.size());
     if (n_tok == 0 || ws.empty()) return;
     const int64_t n_in = ws[0].cols();
-    QuantX q{nullptr, nullptr};
-    const void* xh[2] = {nullptr, nullptr};
-    for (size_t i = 0; i < ws.size(); ++i) {
-      const TensorView& w = ws[i];
+    for (const TensorView& w : ws) {
       HERD_CHECK_MSG(w.cols() == n_in, "MatMulShared: weights differ in n_in (%lld vs %lld)",
                      static_cast<long long>(w.cols()), static_cast<long long>(n_in));
       HERD_CHECK_MSG(n_in % Traits(w.type).block_size == 0, "MatMul: n_in=%lld not a multiple of the %s block",
                      static_cast<long long>(n_in), DTypeName(w.type).data());
-      if (w.rows() == 0) continue;
-      if (UseGemv(w.type, n_tok)) {
-        if (IsFloat(w.type)) {
-          internal::GemvFloat(w, x, n_tok, ys[i], stream);
-        } else {
-          if (q.xq == nullptr) q = Quantize(x, n_tok, n_in);
-          internal::GemvQuant(w, q.xq, q.xm, n_tok, ys[i], stream);
+    }
+    // GEMV path: weights of one type in one launch; int8 activations made once for all types.
+    internal::QuantizedActivations q{};
+    constexpr size_t kMaxGroup = 16;
+    HERD_CHECK(ws.size() <= kMaxGroup);
+    bool done[kMaxGroup] = {};
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (done[i] || ws[i].rows() == 0 || !UseGemv(ws[i].type, n_tok)) continue;
+      TensorView gw[kMaxGroup];
+      float* gy[kMaxGroup];
+      size_t n = 0;
+      for (size_t j = i; j < ws.size(); ++j) {
+        if (!done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0) {
+          gw[n] = ws[j];
+          gy[n++] = ys[j];
+          done[j] = true;
         }
-        continue;
       }
+      if (IsFloat(ws[i].type)) {
+        internal::GemvFloat({gw, n}, {gy, n}, x, n_tok, stream);
+      } else {
+        if (q.q == nullptr) q = Quantize(x, n_tok, n_in);
+        internal::GemvQuant({gw, n}, {gy, n}, q, n_tok, stream);
+      }
+    }
+    // Tensor-core path: x converted once per format.
+    const void* xh[2] = {nullptr, nullptr};
+    for (size_t i = 0; i < ws.size(); ++i) {
+      const TensorView& w = ws[i];
+      if (done[i] || w.rows() == 0) continue;
       const void* h = nullptr;
       if (w.type != DType::kF32) {
         const int k = w.type == DType::kBF16 ? 1 : 0;
@@ -183,8 +192,7 @@ void MatMulRunner::MatMulShared(std::span<const TensorView> ws, const float* x, 
 void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
   Impl& m = *impl_;
   const auto gemv_tok = std::min(n_tok, std::max(kGemvMaxTokQuant, kGemvMaxTokFloat));
-  m.act.Get(AlignUp(static_cast<size_t>(gemv_tok * n_in), 256) + static_cast<size_t>(gemv_tok * n_in / 32) * 16,
-            m.stream);
+  m.act.Get(internal::QuantizedActivationBytes(gemv_tok, n_in), m.stream);
   if (n_tok > std::min(kGemvMaxTokQuant, kGemvMaxTokFloat) || m.path == MatMulPath::kTensorCore) {
     m.Blas();
     for (DeviceBuffer& b : m.half_x) b.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);

@@ -1,12 +1,14 @@
 // MatMulRunner benchmark on llama-3.1-8b and llama-3.2-1b projection shapes.
 //   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
 //                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc]
+//                          [--pdl 1] [--float-pdl 0] [--groups 1] [--shape 4096:14336] [--split 2]
 // For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
 // enough copies that the copies together exceed 2x L2 (so a call never finds its weights in
 // L2), one CUDA graph of kCalls calls rotating over the copies (launch gaps as in graph-captured
 // decode), timed by CUDA events over --reps replays; the median per call is printed with the
 // weight bandwidth (weight bytes / time) and TFLOP/s (2 n_in n_out n_tok / time). Activation
 // conversion kernels are part of each call. "auto" marks the path MatMulRunner picks by default.
+// --pdl, --float-pdl (0|1), --groups N and --split N set internal::GemvOptions (A/B of GEMV launch choices).
 // Also prints the device-to-device copy bandwidth (bytes read + written) for reference.
 #include <cuda_runtime.h>
 
@@ -21,6 +23,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_cuda.h"
+#include "kernels/cuda/matmul_internal.h"
 #include "tensor/dtype.h"
 
 namespace herd::cuda {
@@ -132,6 +135,8 @@ double CopyBandwidth(cudaStream_t stream) {
 int Main(int argc, char** argv) {
   std::string models = "8b,1b", types = "F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K", toks = "1,2,4,8,16,64,512", paths = "gemv,tc";
   int reps = 10;
+  internal::GemvOptions gemv;
+  std::string shape_filter;  // "n_in:n_out", empty for all
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--models")
@@ -144,11 +149,22 @@ int Main(int argc, char** argv) {
       paths = v;
     else if (k == "--reps")
       reps = std::atoi(v.c_str());
+    else if (k == "--pdl")
+      gemv.pdl = v != "0";
+    else if (k == "--float-pdl")
+      gemv.float_pdl = v != "0";
+    else if (k == "--shape")
+      shape_filter = v;
+    else if (k == "--groups")
+      gemv.groups_per_block = std::atoi(v.c_str());
+    else if (k == "--split")
+      gemv.split_stages = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
     }
   }
+  internal::SetGemvOptions(gemv);
   std::string why;
   if (!DeviceAvailable(&why)) {
     std::fprintf(stderr, "no GPU: %s\n", why.c_str());
@@ -174,6 +190,7 @@ int Main(int argc, char** argv) {
               "us", "GB/s", "TFLOP/s");
   for (const ShapeSpec& s : all_shapes) {
     if (std::find(model_list.begin(), model_list.end(), s.model) == model_list.end()) continue;
+    if (!shape_filter.empty() && shape_filter != std::to_string(s.n_in) + ":" + std::to_string(s.n_out)) continue;
     float* x;
     float* y;
     HERD_CUDA_CHECK(cudaMalloc(&x, max_tok * s.n_in * 4));

@@ -1,17 +1,36 @@
 // GEMV-style matmul kernels for small n_tok (decode): each weight row is read from device memory
 // once per group of up to 8 tokens and reused for all of them.
 //
-// Quantized weights: one warp per output row. The row is streamed through a per-warp ring of
-// kStages shared-memory buffers of at most kStageBytes (cp.async, several stages in flight), so
-// the loads are 16-byte, coalesced and independent of the block layout's alignment; each lane
-// then decodes 32-element chunks (quant_decode.cuh) and multiplies them with the int8
-// activations by __dp4a, scaling per chunk half in float:
+// Work split: a thread block of kWarps warps covers kWarps / wpr output rows; the `wpr` warps of
+// one row (1, 2 or 4, chosen per call so that no warp has more than split_stages stages and
+// the grid has enough warps) take interleaved parts of the row and add their sums through
+// shared memory. Up to kMaxSegs weights sharing x (Q/K/V, gate/up) run as one launch over their
+// concatenated rows. The quantized kernel's blocks may also loop over several row groups
+// (GemvOptions::groups_per_block; 0 = persistent, one wave), prefetching the next row while
+// computing one; one group per block measured best on H100 so far.
+//
+// Quantized weights: each warp streams its part of the row through a ring of kStages
+// shared-memory buffers of at most kStageBytes (cp.async, 16-byte, independent of the block
+// layout's alignment); each lane then decodes 32-element chunks (quant_decode.cuh) and
+// multiplies them with the int8 activations by __dp4a, scaling per chunk half in float:
 //   acc += d_x * (sc0 * dot(q[0..15]) + sc1 * dot(q[16..31])) + mn0 * d_x*sum(x[0..15]) + mn1 * ...
-// Float weights: one warp per row, 16-byte streaming loads (4 per lane in flight), float32 FMAs.
+// Float weights: 16-byte streaming loads (kU per lane in flight), float32 FMAs.
+//
+// Ordering (programmatic dependent launch, PDL): the activation quantization kernel and the
+// quantized GEMV are launched with programmatic stream serialization, so each may start while
+// the kernel before it still runs; each waits (griddepcontrol.wait) before reading or writing
+// anything that kernel or earlier ones touch (the GEMV issues only its weight copies first).
+// All three kernels let their successor start early (griddepcontrol.launch_dependents at
+// entry): a kernel launched after them with programmatic stream serialization must itself
+// griddepcontrol.wait before touching y. Kernels launched normally are unaffected. The float
+// GEMV is launched normally (PDL measured slightly slower for it).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -21,70 +40,147 @@
 namespace herd::cuda::internal {
 namespace {
 
-constexpr int kWarps = 4;          // warps (rows) per thread block
+constexpr int kWarps = 4;          // warps per thread block
 constexpr int kStages = 3;         // shared-memory ring depth per warp
 constexpr int kStageBytes = 2048;  // largest stage
 constexpr int kMaxTok = 8;         // tokens per launch
+constexpr int kMaxSegs = 4;        // weights per launch
 constexpr int kStageBuf = kStageBytes + kSmemPad;
+constexpr int kWantWarps = 4096;  // split rows over more warps while the grid has fewer
+
+// The weights of one launch: rows [row0[s], row0[s+1]) of the concatenation are rows of seg s.
+struct Segs {
+  const uint8_t* w[kMaxSegs];
+  float* y[kMaxSegs];
+  int n_out[kMaxSegs];
+  int row0[kMaxSegs];  // INT_MAX for unused entries
+  int total_rows;
+};
+
+__device__ __forceinline__ int FindSeg(const Segs& s, int gr) {
+  int k = 0;
+#pragma unroll
+  for (int i = 1; i < kMaxSegs; ++i) k += gr >= s.row0[i];
+  return k;
+}
+
+__device__ __forceinline__ void GridDependencyWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void TriggerDependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+// Sums acc over the warp, then over the wpr warps of a row (shared memory), and writes y.
+// With wpr > 1 every warp of the block must call it the same number of times (barriers).
+template <int NT>
+__device__ __forceinline__ void ReduceAndStore(float (&acc)[NT], int wpr, bool valid, float* y, int n_out, int row,
+                                               int n_tok) {
+  __shared__ float partial[kWarps][NT];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
+  }
+  if (wpr > 1) {
+    if (lane == 0) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) partial[warp][t] = acc[t];
+    }
+    __syncthreads();
+    if (warp % wpr == 0) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        for (int p = 1; p < wpr; ++p) acc[t] += partial[warp + p][t];
+      }
+    }
+    __syncthreads();  // partial is free for the next row
+    if (warp % wpr != 0) return;
+  }
+  if (valid && lane == 0) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) y[t * static_cast<int64_t>(n_out) + row] = acc[t];
+  }
+}
 
 struct QuantArgs {
-  const uint8_t* w;
+  Segs segs;
   int64_t row_bytes;
-  int n_out;
   int blocks_per_row;
   int stage_blocks;  // blocks per stage (a multiple of the aligned group when `aligned`)
   int n_stages;      // stages per row
-  bool aligned;      // row starts 16-byte aligned: cp.async path
-  const int8_t* xq;
-  const float4* xm;
-  int64_t n_in;
+  int wpr;           // warps per row
+  bool aligned;      // rows start 16-byte aligned: cp.async path
+  QuantizedActivations x;
   int n_tok;  // <= NT
-  float* y;
 };
 
+// Persistent over rows: block b takes row groups b, b + gridDim.x, ... (kWarps / wpr rows per
+// group); each warp streams the stages of its part of its rows through one ring, so the copies
+// of the next row are in flight while the current one is computed.
 template <DType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(QuantArgs a) {
+__global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_constant__ QuantArgs a) {
   using Q = QTraits<T>;
   __shared__ __align__(16) uint8_t smem[kWarps][kStages][kStageBuf];
+  TriggerDependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row = blockIdx.x * kWarps + warp;
-  if (row >= a.n_out) return;  // whole warps only; no block-wide barriers below
-  const uint8_t* wrow = a.w + row * a.row_bytes;
+  const int wpr = a.wpr, rpb = kWarps / wpr;
+  const int part = warp % wpr;
+  const int total = a.segs.total_rows;
+  const int row_stride = gridDim.x * rpb;
+  const int first_row = blockIdx.x * rpb + warp / wpr;
+  const int r0 = blockIdx.x * rpb;
+  const int groups = r0 < total ? (total - r0 + row_stride - 1) / row_stride : 0;  // block-uniform
+  const int sp = (a.n_stages + wpr - 1) / wpr;  // stages per part (the last may be empty)
+  const int len = groups * sp;
 
-  auto issue = [&](int s) {
-    if (s < a.n_stages) {
-      const int b0 = s * a.stage_blocks;
-      const int nb = min(a.stage_blocks, a.blocks_per_row - b0);
-      StageCopy(smem[warp][s % kStages], wrow + static_cast<int64_t>(b0) * Q::kBlockBytes, nb * Q::kBlockBytes,
-                a.aligned, lane, 32);
+  auto issue = [&](int j) {
+    if (j < len) {
+      const int k = j / sp;
+      const int gr = first_row + k * row_stride;
+      const int b0 = (part + (j - k * sp) * wpr) * a.stage_blocks;
+      if (gr < total && b0 < a.blocks_per_row) {
+        const int seg = FindSeg(a.segs, gr);
+        const int64_t row = gr - a.segs.row0[seg];
+        const int nb = min(a.stage_blocks, a.blocks_per_row - b0);
+        StageCopy(smem[warp][j % kStages],
+                  a.segs.w[seg] + row * a.row_bytes + static_cast<int64_t>(b0) * Q::kBlockBytes, nb * Q::kBlockBytes,
+                  a.aligned, lane, 32);
+      }
     }
     CpAsyncCommit();
   };
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(s);
+  for (int j = 0; j < kStages - 1; ++j) issue(j);
+  GridDependencyWait();  // xq / xm come from the kernel before this one
 
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-  const int64_t xm_stride = a.n_in / 32;
-
-  for (int s = 0; s < a.n_stages; ++s) {
-    issue(s + kStages - 1);
+  for (int j = 0; j < len; ++j) {
+    issue(j + kStages - 1);
     CpAsyncWait<kStages - 1>();
     __syncwarp();
-    const SmemSrc src{smem[warp][s % kStages]};
-    const int b0 = s * a.stage_blocks;
-    const int nchunks = min(a.stage_blocks, a.blocks_per_row - b0) * Q::kChunks;
+    const int k = j / sp, s = j - k * sp;
+    const int gr = first_row + k * row_stride;
+    const bool valid = gr < total;
+    const SmemSrc src{smem[warp][j % kStages]};
+    const int b0 = (part + s * wpr) * a.stage_blocks;
+    const int nchunks = valid ? min(a.stage_blocks, a.blocks_per_row - b0) * Q::kChunks : 0;
     for (int lc = lane; lc < nchunks; lc += 32) {
       Chunk ch;
       DecodeChunk<T>(src, (lc / Q::kChunks) * Q::kBlockBytes, lc % Q::kChunks, ch);
-      const int64_t gc = static_cast<int64_t>(b0) * Q::kChunks + lc;  // chunk index within the row
+      // Chunk index within the row; stages start at multiples of 32 chunks, so gc % 32 == lane
+      // and the warp's activation loads are contiguous.
+      const int64_t gc = static_cast<int64_t>(b0) * Q::kChunks + lc;
+      const int64_t qoff = (gc >> 5) * 1024 + (gc & 31) * 16;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         if (t < a.n_tok) {
-          const int4* xp = reinterpret_cast<const int4*>(a.xq + t * a.n_in) + 2 * gc;
-          const int4 x0 = __ldg(xp), x1 = __ldg(xp + 1);
-          const float4 m = __ldg(a.xm + t * xm_stride + gc);
+          const int8_t* xq = a.x.q + t * a.x.q_stride + qoff;
+          const int4 x0 = __ldg(reinterpret_cast<const int4*>(xq));
+          const int4 x1 = __ldg(reinterpret_cast<const int4*>(xq + 512));
+          const float dx = __ldg(a.x.d + t * a.x.c_stride + gc);
           int i0 = __dp4a(ch.w[0], x0.x, 0);
           i0 = __dp4a(ch.w[1], x0.y, i0);
           i0 = __dp4a(ch.w[2], x0.z, i0);
@@ -93,26 +189,24 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(QuantArgs a) {
           i1 = __dp4a(ch.w[5], x1.y, i1);
           i1 = __dp4a(ch.w[6], x1.z, i1);
           i1 = __dp4a(ch.w[7], x1.w, i1);
-          float v = m.x * (ch.sc[0] * static_cast<float>(i0) + ch.sc[1] * static_cast<float>(i1));
-          if constexpr (Q::kMins) v += ch.mn[0] * m.y + ch.mn[1] * m.z;
+          float v = dx * (ch.sc[0] * static_cast<float>(i0) + ch.sc[1] * static_cast<float>(i1));
+          if constexpr (Q::kMins) {
+            const float2 sx = __ldg(a.x.s + t * a.x.c_stride + gc);
+            v += ch.mn[0] * sx.x + ch.mn[1] * sx.y;
+          }
           acc[t] += v;
         }
       }
     }
     __syncwarp();  // every lane is done with this buffer before it is refilled
+    if (s == sp - 1) {
+      const int seg = FindSeg(a.segs, valid ? gr : 0);
+      ReduceAndStore<NT>(acc, wpr, valid, a.segs.y[seg], a.segs.n_out[seg], gr - a.segs.row0[seg], a.n_tok);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[t] = 0.f;
+    }
   }
   CpAsyncWait<0>();
-
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-      if (t < a.n_tok) a.y[t * static_cast<int64_t>(a.n_out) + row] = acc[t];
-  }
 }
 
 template <DType T>
@@ -137,42 +231,56 @@ __device__ __forceinline__ void Unpack16(const uint4& v, float* f) {
 }
 
 template <DType T>
-__device__ __forceinline__ float LoadScalar(const void* w, int64_t i) {
-  if constexpr (T == DType::kF32) return static_cast<const float*>(w)[i];
-  return ToFloat<T>(static_cast<const uint16_t*>(w)[i]);
+__device__ __forceinline__ float LoadScalar(const uint8_t* w, int64_t i) {
+  if constexpr (T == DType::kF32) return reinterpret_cast<const float*>(w)[i];
+  return ToFloat<T>(reinterpret_cast<const uint16_t*>(w)[i]);
 }
 
+struct FloatArgs {
+  Segs segs;
+  int64_t n_in;
+  const float* x;
+  int n_tok;
+  int wpr;
+  bool vec;  // rows and x 16-byte aligned: vector path
+};
+
 template <DType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32)
-    GemvFloatKernel(const uint8_t* w, int n_out, int64_t n_in, const float* x, int n_tok, float* y, bool vec) {
+__global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_constant__ FloatArgs a) {
   constexpr int kE = T == DType::kF32 ? 4 : 8;  // elements per 16-byte vector
   constexpr int kU = 4;                         // vectors per lane in flight
-  const int lane = threadIdx.x & 31;
-  const int row = blockIdx.x * kWarps + (threadIdx.x >> 5);
-  if (row >= n_out) return;
-  const int64_t row_bytes = n_in * (T == DType::kF32 ? 4 : 2);
-  const uint8_t* wrow = w + row * row_bytes;
+  TriggerDependents();
+  GridDependencyWait();  // x may come from the kernel before this one
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int gr = blockIdx.x * (kWarps / a.wpr) + warp / a.wpr;
+  const int part = warp % a.wpr;
+  const bool valid = gr < a.segs.total_rows;
+  const int seg = FindSeg(a.segs, valid ? gr : 0);
+  const int row = gr - a.segs.row0[seg];
+  const int64_t n_in = a.n_in;
+  const uint8_t* wrow = a.segs.w[seg] + row * n_in * (T == DType::kF32 ? 4 : 2);
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-  if (vec) {
+  if (valid && a.vec) {
     const uint4* wv = reinterpret_cast<const uint4*>(wrow);
     const int64_t nv = n_in / kE;
-    for (int64_t v0 = lane; v0 < nv; v0 += 32 * kU) {
+    const int stride = 32 * a.wpr;
+    for (int64_t v0 = part * 32 + lane; v0 < nv; v0 += stride * kU) {
       uint4 raw[kU];
 #pragma unroll
       for (int u = 0; u < kU; ++u)
-        if (v0 + 32 * u < nv) raw[u] = LoadStreaming(wv + v0 + 32 * u);
+        if (v0 + stride * u < nv) raw[u] = LoadStreaming(wv + v0 + stride * u);
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        const int64_t v = v0 + 32 * u;
+        const int64_t v = v0 + stride * u;
         if (v < nv) {
           float f[kE];
           Unpack16<T>(raw[u], f);
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
-            if (t < n_tok) {
-              const float4* xp = reinterpret_cast<const float4*>(x + t * n_in + v * kE);
+            if (t < a.n_tok) {
+              const float4* xp = reinterpret_cast<const float4*>(a.x + t * n_in + v * kE);
 #pragma unroll
               for (int k = 0; k < kE / 4; ++k) {
                 const float4 xv = __ldg(xp + k);
@@ -183,107 +291,207 @@ __global__ void __launch_bounds__(kWarps * 32)
         }
       }
     }
-  } else {
-    for (int64_t i = lane; i < n_in; i += 32) {
+  } else if (valid) {
+    for (int64_t i = part * 32 + lane; i < n_in; i += 32 * a.wpr) {
       const float f = LoadScalar<T>(wrow, i);
 #pragma unroll
       for (int t = 0; t < NT; ++t)
-        if (t < n_tok) acc[t] += f * x[t * n_in + i];
+        if (t < a.n_tok) acc[t] += f * a.x[t * n_in + i];
     }
   }
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-      if (t < n_tok) y[t * static_cast<int64_t>(n_out) + row] = acc[t];
-  }
+  ReduceAndStore<NT>(acc, a.wpr, valid, a.segs.y[seg], a.segs.n_out[seg], row, a.n_tok);
 }
 
-// Kernel instance for n tokens (1..8): 1, 2, 4 or 8 accumulators.
-template <DType T>
-void LaunchQuant(const QuantArgs& a, cudaStream_t stream) {
-  const dim3 grid((a.n_out + kWarps - 1) / kWarps), block(kWarps * 32);
+std::atomic<bool> g_pdl{true};
+std::atomic<int> g_groups_per_block{1};
+std::atomic<bool> g_float_pdl{false};
+std::atomic<int> g_split_stages{kStages - 1};
+
+// Resident blocks of `kernel` on the whole device (SMs x occupancy). The caller caches it per
+// kernel (the first device it runs on decides; all GPUs of one process are taken to be alike).
+template <typename Args>
+int ResidentBlocks(void (*kernel)(Args)) {
+  int dev = 0, sms = 0, per_sm = 0;
+  HERD_CUDA_CHECK(cudaGetDevice(&dev));
+  HERD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  HERD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
+  return std::max(1, sms * per_sm);
+}
+
+// Launch with programmatic stream serialization (the kernel may start before the previous one
+// in the stream ends; it waits with griddepcontrol.wait before reading that kernel's output).
+template <typename Args>
+void LaunchPdl(void (*kernel)(Args), const Args& args, int blocks, cudaStream_t stream) {
+  constexpr bool kFloat = std::is_same_v<Args, FloatArgs>;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = (kFloat ? g_float_pdl : g_pdl).load(std::memory_order_relaxed) ? 1 : 0;
+  HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
+}
+
+template <DType T, int NT>
+struct QuantKernel {
+  static constexpr auto kFn = GemvQuantKernel<T, NT>;
+};
+template <DType T, int NT>
+struct FloatKernel {
+  static constexpr auto kFn = GemvFloatKernel<T, NT>;
+};
+
+// Launches kernel K<T, NT> over `groups` row groups, `per_block` of them per thread block (0:
+// persistent, at most one wave of blocks, each taking an equal number of row groups).
+template <template <DType, int> class K, DType T, int NT, typename Args>
+void LaunchGrid(const Args& a, int groups, int per_block, cudaStream_t stream) {
+  if (per_block == 0) {
+    static const int resident = ResidentBlocks(K<T, NT>::kFn);
+    per_block = (groups + resident - 1) / resident;
+  }
+  LaunchPdl(K<T, NT>::kFn, a, (groups + per_block - 1) / per_block, stream);
+}
+
+// The kernel instance for n tokens (1..8): 1, 2, 4 or 8 accumulators.
+template <template <DType, int> class K, DType T, typename Args>
+void LaunchByTok(const Args& a, int blocks, int per_block, cudaStream_t stream) {
   if (a.n_tok <= 1) {
-    GemvQuantKernel<T, 1><<<grid, block, 0, stream>>>(a);
+    LaunchGrid<K, T, 1>(a, blocks, per_block, stream);
   } else if (a.n_tok <= 2) {
-    GemvQuantKernel<T, 2><<<grid, block, 0, stream>>>(a);
+    LaunchGrid<K, T, 2>(a, blocks, per_block, stream);
   } else if (a.n_tok <= 4) {
-    GemvQuantKernel<T, 4><<<grid, block, 0, stream>>>(a);
+    LaunchGrid<K, T, 4>(a, blocks, per_block, stream);
   } else {
-    GemvQuantKernel<T, 8><<<grid, block, 0, stream>>>(a);
+    LaunchGrid<K, T, 8>(a, blocks, per_block, stream);
   }
-  HERD_CUDA_CHECK_LAUNCH();
-}
-
-template <DType T>
-void LaunchFloat(const uint8_t* w, int n_out, int64_t n_in, const float* x, int n_tok, float* y, bool vec,
-                 cudaStream_t stream) {
-  const dim3 grid((n_out + kWarps - 1) / kWarps), block(kWarps * 32);
-  if (n_tok <= 1) {
-    GemvFloatKernel<T, 1><<<grid, block, 0, stream>>>(w, n_out, n_in, x, n_tok, y, vec);
-  } else if (n_tok <= 2) {
-    GemvFloatKernel<T, 2><<<grid, block, 0, stream>>>(w, n_out, n_in, x, n_tok, y, vec);
-  } else if (n_tok <= 4) {
-    GemvFloatKernel<T, 4><<<grid, block, 0, stream>>>(w, n_out, n_in, x, n_tok, y, vec);
-  } else {
-    GemvFloatKernel<T, 8><<<grid, block, 0, stream>>>(w, n_out, n_in, x, n_tok, y, vec);
-  }
-  HERD_CUDA_CHECK_LAUNCH();
 }
 
 bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
-}  // namespace
-
-void GemvQuant(const TensorView& w, const int8_t* xq, const float4* xm, int64_t n_tok, float* y, cudaStream_t stream) {
-  const int64_t n_in = w.cols(), n_out = w.rows();
-  HERD_CHECK(n_in % 32 == 0 && n_out < (int64_t{1} << 31));
-  const bool ok = DispatchQuant(w.type, [&]<DType T>() {
-    using Q = QTraits<T>;
-    QuantArgs a{};
-    a.w = static_cast<const uint8_t*>(w.data);
-    a.row_bytes = static_cast<int64_t>(w.row_bytes());
-    a.n_out = static_cast<int>(n_out);
-    a.blocks_per_row = static_cast<int>(n_in / (32 * Q::kChunks));
-    a.aligned = a.row_bytes % 16 == 0 && Aligned16(w.data);
-    // Stages: whole aligned groups (or whole blocks on the unaligned path) of at most
-    // kStageBytes, split evenly over the row.
-    const int unit = a.aligned ? Q::kGroupBlocks : 1;
-    const int units = a.blocks_per_row / unit;
-    const int max_units = std::max(1, kStageBytes / (unit * Q::kBlockBytes));
-    a.n_stages = (units + max_units - 1) / max_units;
-    a.stage_blocks = unit * ((units + a.n_stages - 1) / a.n_stages);
-    a.n_in = n_in;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-      a.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-      a.xq = xq + t0 * n_in;
-      a.xm = xm + t0 * (n_in / 32);
-      a.y = y + t0 * n_out;
-      LaunchQuant<T>(a, stream);
-    }
-  });
-  HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(w.type).data());
+// Warps per row: split rows (up to 4 ways, at most one part per unit of work) while a part has
+// more than `per_part` units or the grid has fewer than kWantWarps warps.
+int WarpsPerRow(int64_t rows, int64_t units, int64_t per_part) {
+  int wpr = 1;
+  while (wpr < kWarps && wpr < units && ((units + wpr - 1) / wpr > per_part || rows * wpr < kWantWarps)) wpr *= 2;
+  return wpr;
 }
 
-void GemvFloat(const TensorView& w, const float* x, int64_t n_tok, float* y, cudaStream_t stream) {
-  const int64_t n_in = w.cols(), n_out = w.rows();
-  HERD_CHECK(n_out < (int64_t{1} << 31));
-  const int e = w.type == DType::kF32 ? 4 : 8;
-  const bool vec = n_in % e == 0 && Aligned16(w.data) && Aligned16(x);
-  const auto* wp = static_cast<const uint8_t*>(w.data);
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-    const int n = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-    const float* xt = x + t0 * n_in;
-    float* yt = y + t0 * n_out;
-    switch (w.type) {
-      case DType::kF32: LaunchFloat<DType::kF32>(wp, static_cast<int>(n_out), n_in, xt, n, yt, vec, stream); break;
-      case DType::kF16: LaunchFloat<DType::kF16>(wp, static_cast<int>(n_out), n_in, xt, n, yt, vec, stream); break;
-      case DType::kBF16: LaunchFloat<DType::kBF16>(wp, static_cast<int>(n_out), n_in, xt, n, yt, vec, stream); break;
-      default: HERD_CHECK_MSG(false, "GemvFloat: %s is not a float type", DTypeName(w.type).data());
+// Fills segs from ws[first, first+n) and ys; returns the total row count.
+void MakeSegs(std::span<const TensorView> ws, std::span<float* const> ys, size_t first, size_t n, Segs* s) {
+  int rows = 0;
+  for (int k = 0; k < kMaxSegs; ++k) {
+    if (static_cast<size_t>(k) < n) {
+      const TensorView& w = ws[first + k];
+      HERD_CHECK(w.rows() < INT_MAX - rows);
+      s->w[k] = static_cast<const uint8_t*>(w.data);
+      s->y[k] = ys[first + k];
+      s->n_out[k] = static_cast<int>(w.rows());
+      s->row0[k] = rows;
+      rows += static_cast<int>(w.rows());
+    } else {
+      s->w[k] = nullptr;
+      s->y[k] = nullptr;
+      s->n_out[k] = 0;
+      s->row0[k] = INT_MAX;
+    }
+  }
+  s->total_rows = rows;
+}
+
+}  // namespace
+
+bool GemvProgrammaticLaunch() { return g_pdl.load(std::memory_order_relaxed); }
+
+void SetGemvOptions(const GemvOptions& o) {
+  g_pdl.store(o.pdl);
+  g_float_pdl.store(o.float_pdl);
+  g_groups_per_block.store(o.groups_per_block);
+  g_split_stages.store(o.split_stages);
+}
+
+void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x, int64_t n_tok,
+               cudaStream_t stream) {
+  if (ws.empty() || n_tok == 0) return;
+  const DType type = ws[0].type;
+  const int64_t n_in = ws[0].cols();
+  HERD_CHECK(n_in % 32 == 0);
+  const bool ok = DispatchQuant(type, [&]<DType T>() {
+    using Q = QTraits<T>;
+    for (size_t first = 0; first < ws.size(); first += kMaxSegs) {
+      const size_t n = std::min<size_t>(kMaxSegs, ws.size() - first);
+      QuantArgs a{};
+      MakeSegs(ws, ys, first, n, &a.segs);
+      if (a.segs.total_rows == 0) continue;
+      a.row_bytes = static_cast<int64_t>(ws[first].row_bytes());
+      a.blocks_per_row = static_cast<int>(n_in / (32 * Q::kChunks));
+      a.aligned = a.row_bytes % 16 == 0;
+      for (size_t k = first; k < first + n; ++k) {
+        HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
+        a.aligned = a.aligned && Aligned16(ws[k].data);
+      }
+      // Stages: units of 32 chunks (and, aligned, of whole 16-byte groups of blocks) of at most
+      // kStageBytes, split evenly over the row; a row's last unit may be partial.
+      const int unit32 = 32 / Q::kChunks;
+      const int unit = a.aligned ? std::max(unit32, Q::kGroupBlocks) : unit32;  // both powers of two
+      const int units = (a.blocks_per_row + unit - 1) / unit;
+      const int max_units = std::max(1, kStageBytes / (unit * Q::kBlockBytes));
+      a.n_stages = (units + max_units - 1) / max_units;
+      a.stage_blocks = unit * ((units + a.n_stages - 1) / a.n_stages);
+      a.wpr = WarpsPerRow(a.segs.total_rows, a.n_stages, g_split_stages.load(std::memory_order_relaxed));
+      const int rows_per_block = kWarps / a.wpr;
+      const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
+      for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+        a.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+        a.x = x;
+        a.x.q += t0 * x.q_stride;
+        a.x.d += t0 * x.c_stride;
+        a.x.s += t0 * x.c_stride;
+        QuantArgs at = a;
+        for (int k = 0; k < kMaxSegs; ++k)
+          if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
+        LaunchByTok<QuantKernel, T>(at, blocks, g_groups_per_block.load(std::memory_order_relaxed), stream);
+      }
+    }
+  });
+  HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(type).data());
+}
+
+void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const float* x, int64_t n_tok,
+               cudaStream_t stream) {
+  if (ws.empty() || n_tok == 0) return;
+  const DType type = ws[0].type;
+  const int64_t n_in = ws[0].cols();
+  const int e = type == DType::kF32 ? 4 : 8;
+  for (size_t first = 0; first < ws.size(); first += kMaxSegs) {
+    const size_t n = std::min<size_t>(kMaxSegs, ws.size() - first);
+    FloatArgs a{};
+    MakeSegs(ws, ys, first, n, &a.segs);
+    if (a.segs.total_rows == 0) continue;
+    a.n_in = n_in;
+    a.vec = n_in % e == 0 && Aligned16(x);
+    for (size_t k = first; k < first + n; ++k) {
+      HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
+      a.vec = a.vec && Aligned16(ws[k].data);
+    }
+    // Split rows (4 vectors per lane in flight) only while the grid has few warps.
+    a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, INT_MAX);
+    const int rows_per_block = kWarps / a.wpr;
+    const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      FloatArgs at = a;
+      at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+      at.x = x + t0 * n_in;
+      for (int k = 0; k < kMaxSegs; ++k)
+        if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
+      switch (type) {
+        case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, stream); break;
+        case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, stream); break;
+        case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, stream); break;
+        default: HERD_CHECK_MSG(false, "GemvFloat: %s is not a float type", DTypeName(type).data());
+      }
     }
   }
 }

@@ -8,7 +8,8 @@
 //           for the symmetric types (Q4_0: q-8, Q5_0: q-16, Q3_K: q-4, Q6_K: q-32);
 //   sc[2]   float scale of elements 0-15 and 16-31 (equal for types with 32-element scales);
 //   mn[2]   float offset of the two halves: element value = sc[h] * w + mn[h] (0 if symmetric).
-// The bytes come from a ByteSrc (below): shared memory staged by the caller, any 2-byte alignment.
+// The bytes come from SmemSrc (below): shared memory staged by the caller at a 16-byte aligned
+// base, blocks at multiples of the block size from it.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -82,6 +83,16 @@ struct SmemSrc {
       const uint32_t hi = p[k + 1];
       out[k] = __funnelshift_r(lo, hi, sh);
       lo = hi;
+    }
+  }
+  // The same when `off` is a multiple of 16 (N a multiple of 4): 16-byte loads.
+  template <int N>
+  __device__ __forceinline__ void words16(int off, uint32_t (&out)[N]) const {
+    const uint4* p = reinterpret_cast<const uint4*>(base + off);
+#pragma unroll
+    for (int k = 0; k < N / 4; ++k) {
+      const uint4 v = p[k];
+      out[4 * k] = v.x, out[4 * k + 1] = v.y, out[4 * k + 2] = v.z, out[4 * k + 3] = v.w;
     }
   }
 };
@@ -177,13 +188,14 @@ __device__ __forceinline__ void DecodeChunk(const SmemSrc& s, int blk, int c, Ch
     }
   } else if constexpr (T == DType::kQ4_K || T == DType::kQ5_K) {
     // d@0, dmin@2, scales@4 (12), [Q5_K: qh@16 (32)], qs@16|48 (128).
+    // Block sizes 144 and 176 are multiples of 16, so with a 16-byte aligned base these fields are too.
     constexpr bool k5 = T == DType::kQ5_K;
     uint32_t q[8];
-    s.words<8>(blk + (k5 ? 48 : 16) + 32 * (c >> 1), q);
+    s.words16<8>(blk + (k5 ? 48 : 16) + 32 * (c >> 1), q);
     const int nib = 4 * (c & 1);
     if constexpr (k5) {
       uint32_t qh[8];
-      s.words<8>(blk + 16, qh);
+      s.words16<8>(blk + 16, qh);
 #pragma unroll
       for (int k = 0; k < 8; ++k)
         o.w[k] = static_cast<int>(((q[k] >> nib) & 0x0F0F0F0Fu) | (((qh[k] >> c) & 0x01010101u) << 4));
