@@ -48,6 +48,16 @@ class Backend {
     return false;
   }
 
+  // --- graphs (device backends; the host backends run every op as called) ---
+  // Ops queued between BeginGraph(key) and EndGraph() may be recorded once per key and replayed
+  // on later calls with the same key, in which case the op calls in between are skipped. The
+  // caller guarantees that the sequence of ops and every pointer and size they are given depend
+  // only on `key`; data that changes from call to call must be uploaded (CopyToDevice) before
+  // BeginGraph, into buffers whose addresses the key covers. No Alloc, Free, copy or
+  // Synchronize between the two calls.
+  virtual void BeginGraph(uint64_t key) { (void)key; }
+  virtual void EndGraph() {}
+
   // --- ops (shapes as documented in kernels/ops.h, attention.h, matmul.h) ---
   virtual void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) = 0;
   virtual void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols, float* out) = 0;

@@ -1,5 +1,10 @@
 // CudaBackend (cuda_backend.h): device memory, one stream, the ops of kernels/backend.h.
 //
+// Graphs (BeginGraph/EndGraph, see backend.h): the first pass of a key runs eagerly (lazily grown
+// scratch buffers reach their size), the second is captured into a CUDA graph and launched, later
+// ones launch the graph and skip the op calls: one launch per forward pass instead of hundreds.
+// HERD_CUDA_GRAPHS=0 turns them off.
+//
 // Host-to-device copies go through a pinned staging arena: CopyToDevice memcpys the source into
 // it and queues the DMA, so the caller's buffer may die as soon as the call returns and the copy
 // stays ordered with the ops, without waiting for the GPU. The arena is recycled at
@@ -7,11 +12,13 @@
 // synchronisations the backend synchronises by itself.
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "base/check.h"
@@ -41,6 +48,9 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     Bind();
     cudaStreamSynchronize(stream_);
+    for (auto& [key, g] : graphs_) {
+      if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
+    }
     matmul_.reset();
     scratch_.reset();
     for (auto& [key, view] : weights_) cudaFree(view.data);
@@ -52,6 +62,7 @@ class CudaBackend final : public Backend {
 
   // --- memory ---
   void* Alloc(size_t bytes) override {
+    NotInGraph();
     Bind();
     const size_t rounded = RoundUp(bytes == 0 ? 1 : bytes, 64);
     void* p = nullptr;
@@ -68,6 +79,7 @@ class CudaBackend final : public Backend {
   }
 
   void Free(void* ptr) override {
+    NotInGraph();
     if (ptr == nullptr) return;
     Bind();
     HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued ops may still use it
@@ -75,6 +87,7 @@ class CudaBackend final : public Backend {
   }
 
   void CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    NotInGraph();
     if (bytes == 0) return;
     Bind();
     if (bytes > kDirectCopy) {
@@ -88,6 +101,7 @@ class CudaBackend final : public Backend {
   }
 
   void CopyToHost(void* dst, const void* src, size_t bytes) override {
+    NotInGraph();
     if (bytes == 0) return;
     Bind();
     // Ordered after every queued op, so it is also correct without a prior Synchronize().
@@ -96,12 +110,14 @@ class CudaBackend final : public Backend {
   }
 
   void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
+    NotInGraph();
     if (bytes == 0) return;
     Bind();
     HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
 
   void Synchronize() override {
+    NotInGraph();
     Bind();
     HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
     RecycleStaging();
@@ -138,57 +154,110 @@ class CudaBackend final : public Backend {
     return true;
   }
 
+  // --- graphs ---
+  void BeginGraph(uint64_t key) override {
+    HERD_CHECK_MSG(!capturing_ && !replaying_, "nested BeginGraph");
+    if (!graphs_enabled_) return;
+    Bind();
+    Graph& g = graphs_[key];
+    current_ = &g;
+    if (g.exec != nullptr) {
+      replaying_ = true;
+    } else if (g.seen) {
+      HERD_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      capturing_ = true;
+    } else {
+      g.seen = true;  // the eager first pass
+    }
+  }
+  void EndGraph() override {
+    if (!graphs_enabled_ || current_ == nullptr) return;
+    Bind();
+    Graph& g = *current_;
+    current_ = nullptr;
+    if (capturing_) {
+      capturing_ = false;
+      cudaGraph_t graph = nullptr;
+      HERD_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      HERD_CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
+      HERD_CUDA_CHECK(cudaGraphDestroy(graph));
+    } else if (!replaying_) {
+      return;
+    }
+    replaying_ = false;
+    HERD_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+  }
+
   // --- ops ---
   void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) override {
+    if (replaying_) return;
     Bind();
     cuda::GetRows(table, ids, n, out, stream_);
   }
   void RmsNorm(const float* x, const float* w, float eps, int64_t rows, int64_t cols, float* out) override {
+    if (replaying_) return;
     Bind();
     cuda::RmsNorm(x, w, eps, rows, cols, out, stream_);
   }
   void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) override {
+    if (replaying_) return;
     Bind();
     matmul_->MatMul(w, x, n_tok, y);
   }
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                     std::span<float* const> ys) override {
+    if (replaying_) return;
     Bind();
     matmul_->MatMulShared(ws, x, n_tok, ys);
   }
   void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos, const float* inv_freq,
             int32_t n_rot) override {
+    if (replaying_) return;
     Bind();
     cuda::Rope(x, n_tok, n_heads, head_dim, pos, inv_freq, n_rot, stream_);
   }
   void SwiGlu(const float* gate, const float* up, float* out, int64_t n) override {
+    if (replaying_) return;
     Bind();
     cuda::SwiGlu(gate, up, out, n, stream_);
   }
   void Add(float* x, const float* y, int64_t n) override {
+    if (replaying_) return;
     Bind();
     cuda::Add(x, y, n, stream_);
   }
   void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v) override {
+    if (replaying_) return;
     Bind();
     cuda::StoreKv(cache, batch, k, v, stream_);
   }
   void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
                       float scale, float* out) override {
+    if (replaying_) return;
     Bind();
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
   }
   void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
+    if (replaying_) return;
     Bind();
     cuda::GatherRows(x, rows, n, n_cols, out, stream_);
   }
 
  private:
+  struct Graph {
+    bool seen = false;  // ran eagerly once
+    cudaGraphExec_t exec = nullptr;
+  };
+
   struct Chunk {
     void* data = nullptr;
     size_t capacity = 0;
     size_t used = 0;
   };
+
+  void NotInGraph() const {
+    HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
+  }
 
   // Makes this backend's GPU current on the calling thread (several backends may share a process).
   void Bind() const {
@@ -242,6 +311,14 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<const void*, int, int64_t, int64_t, int64_t, int64_t>, TensorView> weights_;
   std::vector<Chunk> staging_;
   size_t staged_bytes_ = 0;
+  const bool graphs_enabled_ = [] {
+    const char* e = std::getenv("HERD_CUDA_GRAPHS");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  std::unordered_map<uint64_t, Graph> graphs_;
+  Graph* current_ = nullptr;  // between BeginGraph and EndGraph
+  bool capturing_ = false;
+  bool replaying_ = false;
 };
 
 }  // namespace

@@ -89,19 +89,21 @@ class LlamaModel final : public Model {
   }
 
   Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits) override {
-    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv));
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/1));
     const ModelConfig& c = config_;
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
-    if (n_out == 0) return Status::Ok();
     Backend& be = *backend_;
-    be.MatMul(output_, hidden, n_out, ws_.logits);
+    if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
+    be.EndGraph();
+    if (n_out == 0) return Status::Ok();
     be.Synchronize();
     be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
     return Status::Ok();
   }
 
   Status Embed(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* hidden_out) override {
-    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv));
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/2));
+    backend_->EndGraph();
     backend_->Synchronize();
     backend_->CopyToHost(hidden_out, hidden, sizeof(float) * batch.logit_rows.size() * config_.n_embd);
     return Status::Ok();
@@ -109,16 +111,18 @@ class LlamaModel final : public Model {
 
  private:
   struct Workspace {
-    int64_t capacity = 0;   // tokens
+    int64_t capacity = 0;      // tokens
     int64_t out_capacity = 0;  // logit rows
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
     float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
     int32_t *tokens = nullptr, *pos = nullptr, *seq = nullptr, *logit_rows = nullptr;
-    int32_t* tables = nullptr;             // flattened block tables
+    int32_t* tables = nullptr;  // flattened block tables
     int64_t tables_capacity = 0;
     const int32_t** table_ptrs = nullptr;  // [n_seqs]
     int32_t* table_lens = nullptr;         // [n_seqs]
     int64_t seqs_capacity = 0;
+    uint64_t generation = 0;            // bumped whenever a buffer above is reallocated (graph keys)
+    const void* kv_identity = nullptr;  // the KV cache of the last pass (its layer 0 K)
   };
 
   template <typename T>
@@ -152,6 +156,10 @@ class LlamaModel final : public Model {
 
   void Reserve(int64_t n_tok, int64_t n_out, int64_t n_seqs, int64_t n_table_entries) {
     const ModelConfig& c = config_;
+    if (n_tok > ws_.capacity || n_out > ws_.out_capacity || n_seqs > ws_.seqs_capacity ||
+        n_table_entries > ws_.tables_capacity) {
+      ++ws_.generation;
+    }
     if (n_tok > ws_.capacity) {
       FreeWorkspace();
       ws_.capacity = n_tok;
@@ -185,8 +193,15 @@ class LlamaModel final : public Model {
     }
   }
 
-  // Runs all layers and the final norm of the requested rows; returns [n_rows, n_embd].
-  Result<const float*> Run(const ForwardBatch& batch, std::span<const KvLayerView> kv) {
+  // Batches of up to this many tokens (decode steps) may run as one device graph per shape.
+  static constexpr int64_t kMaxGraphTokens = 256;
+
+  // Runs all layers and the final norm of the requested rows; returns [n_rows, n_embd]. On
+  // success a graph may be open (Backend::BeginGraph): the caller queues its last ops, then
+  // EndGraph. Everything the ops see is fixed by the key: the batch shape, the workspace buffers
+  // and the KV cache (ws_.generation changes whenever a buffer is reallocated or another cache is
+  // used); the per-step data is uploaded before BeginGraph.
+  Result<const float*> Run(const ForwardBatch& batch, std::span<const KvLayerView> kv, uint64_t graph_tag) {
     const ModelConfig& c = config_;
     if (kv.size() != static_cast<size_t>(c.n_layer)) {
       return InvalidArgument(StrFormat("KV cache has %zu layers, model has %d", kv.size(), c.n_layer));
@@ -197,6 +212,10 @@ class LlamaModel final : public Model {
     int64_t entries = 0;
     for (const auto& t : batch.block_tables) entries += static_cast<int64_t>(t.size());
     Reserve(T, n_out, static_cast<int64_t>(batch.block_tables.size()), entries);
+    if (kv[0].k != ws_.kv_identity) {
+      ws_.kv_identity = kv[0].k;
+      ++ws_.generation;
+    }
     Backend& be = *backend_;
 
     // Upload the batch description.
@@ -218,6 +237,10 @@ class LlamaModel final : public Model {
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens};
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    if (T <= kMaxGraphTokens) {  // exact key: tag (2 bits), T and n_out (10 bits each), generation
+      be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
+                    ws_.generation << 22);
+    }
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
     for (int32_t il = 0; il < c.n_layer; ++il) {
       const LayerWeights& l = layers_[static_cast<size_t>(il)];
@@ -245,10 +268,10 @@ class LlamaModel final : public Model {
     return static_cast<const float*>(ws_.rows_normed);
   }
 
-  TensorView tok_embd_;         // [n_vocab, n_embd]
-  TensorView output_;           // [n_vocab, n_embd] (== tok_embd_ when tied)
+  TensorView tok_embd_;                 // [n_vocab, n_embd]
+  TensorView output_;                   // [n_vocab, n_embd] (== tok_embd_ when tied)
   const float* output_norm_ = nullptr;  // [n_embd]
-  float* inv_freq_ = nullptr;   // [n_rot / 2]
+  float* inv_freq_ = nullptr;           // [n_rot / 2]
   std::vector<LayerWeights> layers_;
   std::vector<void*> owned_;
   Workspace ws_;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool) from the repository root, with the binaries built
+# here copied into $DEV (default .dev-main): herd, herd_cuda_forward_test and whatever shared
+# library the device lacks (libtomlplusplus.so.3), plus the vocabulary ggml-vocab-gpt-2.gguf.
+#   bench/cuda/device_run.sh tests            GPU tests (forward pass vs CPU, every type)
+#   bench/cuda/device_run.sh models SHAPE TYPES...   bench-model rows: pp512 and tg128
+#   bench/cuda/device_run.sh engine SHAPE TYPE CONC  bench-engine: CONC parallel 512 in / 128 out
+# Models are generated on the device (random weights, real shapes) into /tmp/models.
+set -uo pipefail
+DEV="${DEV:-.dev-main}"
+OUT="${OUT:-/tmp/out}"
+export LD_LIBRARY_PATH="$DEV${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+herd="$DEV/herd"
+models=/tmp/models
+mkdir -p "$models" "$OUT"
+model() {  # SHAPE TYPE -> path (generated once)
+  local m="$models/$1-$2.gguf"
+  if [ ! -f "$m" ]; then
+    local t0=$SECONDS
+    "$herd" make-model --shape "$1" --type "$2" --vocab "$DEV/ggml-vocab-gpt-2.gguf" -o "$m" >/dev/null 2>&1 ||
+      echo "make-model $1 $2 failed" >&2
+    echo "generated $m in $((SECONDS - t0)) s" >&2
+  fi
+  echo "$m"
+}
+case "${1:-}" in
+  tests)
+    "$DEV/herd_cuda_forward_test" 2>&1 | tee "$OUT/forward_test.log" | grep -E "^\[  |agreement|identical|DIFFER|Failure|Expected|Which" ;;
+  models)
+    shape="$2"; shift 2
+    for t in "$@"; do
+      m=$(model "$shape" "$t")
+      "$herd" bench-model -m "$m" --device cuda -p 512 -n 128 -r 3 --json 2>&1 | tee -a "$OUT/bench_model.jsonl"
+    done ;;
+  engine)
+    m=$(model "$2" "$3")
+    "$herd" bench-engine -m "$m" --device cuda --requests "$(( $4 * 2 ))" --concurrency "$4" --prompt-len 512 \
+      --gen-len 128 --batch-tokens 8192 --json 2>&1 | tee -a "$OUT/bench_engine.jsonl" ;;
+  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY" >&2; exit 2 ;;
+esac
