@@ -244,8 +244,10 @@ bool Engine::Step() {
       RequestState* r = c.seq->request;
       if (r->timings.first_scheduled == EngineClock::time_point{}) r->timings.first_scheduled = now;
     }
-    StepOutput out;
+    StepOutput& out = step_out_;
     const Status st = runner_.Execute(step, &out);
+    const auto forwarded = EngineClock::now();
+    stats_.forward_seconds += std::chrono::duration<double>(forwarded - now).count();
     ++stats_.steps;
     if (!st.ok()) {
       // The model rejected the batch: every request in it fails; the others go on.
@@ -263,7 +265,9 @@ bool Engine::Step() {
       AfterForward(generation, out);
       AfterEmbedding(out);
     }
-    const double seconds = std::chrono::duration<double>(EngineClock::now() - now).count();
+    const auto done = EngineClock::now();
+    stats_.sample_seconds += std::chrono::duration<double>(done - forwarded).count();
+    const double seconds = std::chrono::duration<double>(done - now).count();
     stats_.step_seconds += seconds;
     if (decode_only) {
       stats_.decode_step_seconds += seconds;

@@ -62,6 +62,10 @@ struct EngineStats {
   // is decode_step_tokens / decode_step_seconds.
   double decode_step_seconds = 0;
   int64_t decode_step_tokens = 0;
+  // Where step time goes: the forward pass (ModelRunner::Execute, logits on the host included)
+  // and sampling + emitting events (AfterForward); the rest is scheduling and bookkeeping.
+  double forward_seconds = 0;
+  double sample_seconds = 0;
   PrefixCacheStats prefix;
   int32_t running = 0, waiting = 0;
   int32_t free_blocks = 0, total_blocks = 0, pinned_blocks = 0;
@@ -159,6 +163,7 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   ModelRunner runner_;
+  StepOutput step_out_;  // reused: its logits buffer ([n_rows, n_vocab] floats) stays allocated
   std::shared_ptr<EngineMetrics> metrics_;
   EngineStats metrics_base_;  // stats_ as of the last PublishMetrics
 
