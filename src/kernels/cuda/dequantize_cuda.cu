@@ -1,6 +1,7 @@
 // Dequantization kernels: GetRows (embedding gathers, float32 out, bit-identical to the
 // reference), weight rows to half for the tensor-core matmul path, and the activation
-// conversions of the matmul paths (int8 chunks for the GEMVs, half/bf16 for cuBLAS).
+// conversion to half/bf16 of the tensor-core matmul path (the GEMVs' int8 quantization is in
+// quant_act.cu).
 //
 // Quantized rows: one thread block per (row, segment of at most 256 chunks). The segment's bytes
 // are copied to shared memory (16-byte copies when rows are aligned), then each thread decodes
@@ -143,57 +144,6 @@ __global__ void GatherFloatKernel(const void* table, int64_t table_rows, int64_t
   out[i] = row >= 0 && row < table_rows ? FloatAt<T>(table, row * cols + c) : __int_as_float(0x7fc00000);
 }
 
-__global__ void QuantizeActKernel(const float* x, int64_t n_chunks, int64_t nc, int64_t q_stride, int64_t c_stride,
-                                  int8_t* q, float* dd, float2* ss, bool vec) {
-  // Launched with programmatic stream serialization (matmul_gemv.cu): let the GEMV after this
-  // kernel start its weight loads, then wait for the kernels before it (x, and the previous
-  // GEMV still reading the buffers written below).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-  const int64_t gc = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (gc >= n_chunks) return;
-  float v[32];
-  if (vec) {
-    const float4* p = reinterpret_cast<const float4*>(x + gc * 32);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float4 f = p[k];
-      v[4 * k] = f.x, v[4 * k + 1] = f.y, v[4 * k + 2] = f.z, v[4 * k + 3] = f.w;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) v[i] = x[gc * 32 + i];
-  }
-  float amax = 0.f;
-#pragma unroll
-  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(v[i]));
-  const float d = amax / 127.f;
-  const float id = d != 0.f ? 1.f / d : 0.f;
-  int packed[8];
-  int s0 = 0, s1 = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    uint32_t p = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int qv = min(127, max(-127, __float2int_rn(__fmul_rn(v[4 * k + i], id))));
-      p |= (static_cast<uint32_t>(qv) & 0xFFu) << (8 * i);
-      if (k < 4) {
-        s0 += qv;
-      } else {
-        s1 += qv;
-      }
-    }
-    packed[k] = static_cast<int>(p);
-  }
-  const int64_t t = gc / nc, c = gc % nc;
-  int8_t* qc = q + t * q_stride + (c / 32) * 1024 + (c % 32) * 16;
-  *reinterpret_cast<int4*>(qc) = make_int4(packed[0], packed[1], packed[2], packed[3]);
-  *reinterpret_cast<int4*>(qc + 512) = make_int4(packed[4], packed[5], packed[6], packed[7]);
-  dd[t * c_stride + c] = d;
-  ss[t * c_stride + c] = make_float2(d * static_cast<float>(s0), d * static_cast<float>(s1));
-}
-
 __global__ void ConvertKernel(const float* x, int64_t n, bool bf16, void* out) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
@@ -231,49 +181,6 @@ void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out,
 }
 
 namespace internal {
-
-namespace {
-struct ActLayout {
-  int64_t q_stride, c_stride;
-  size_t q_bytes, d_bytes, total;
-};
-ActLayout Layout(int64_t n_tok, int64_t n_in) {
-  ActLayout l;
-  l.q_stride = (n_in + 1023) / 1024 * 1024;
-  l.c_stride = (n_in / 32 + 31) / 32 * 32;
-  l.q_bytes = static_cast<size_t>(n_tok * l.q_stride);  // a multiple of 1024
-  l.d_bytes = (static_cast<size_t>(n_tok * l.c_stride) * 4 + 255) / 256 * 256;
-  l.total = l.q_bytes + l.d_bytes + static_cast<size_t>(n_tok * l.c_stride) * 8;
-  return l;
-}
-}  // namespace
-
-size_t QuantizedActivationBytes(int64_t n_tok, int64_t n_in) { return Layout(n_tok, n_in).total; }
-
-QuantizedActivations QuantizeActivations(const float* x, int64_t n_tok, int64_t n_in, void* buffer,
-                                         cudaStream_t stream) {
-  HERD_CHECK(n_in % 32 == 0 && (reinterpret_cast<uintptr_t>(buffer) & 255) == 0);
-  const ActLayout l = Layout(n_tok, n_in);
-  auto* base = static_cast<uint8_t*>(buffer);
-  auto* q = reinterpret_cast<int8_t*>(base);
-  auto* d = reinterpret_cast<float*>(base + l.q_bytes);
-  auto* s = reinterpret_cast<float2*>(base + l.q_bytes + l.d_bytes);
-  const int64_t n_chunks = n_tok * n_in / 32;
-  if (n_chunks > 0) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(Blocks(n_chunks, 128));
-    cfg.blockDim = dim3(128);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = GemvProgrammaticLaunch() ? 1 : 0;
-    HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantizeActKernel, x, n_chunks, n_in / 32, l.q_stride, l.c_stride, q, d, s,
-                                       Aligned16(x)));
-  }
-  return {q, d, s, l.q_stride, l.c_stride};
-}
 
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream) {
   if (n == 0) return;

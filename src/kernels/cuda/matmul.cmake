@@ -7,3 +7,6 @@ target_link_libraries(herd_cuda_matmul_bench PRIVATE herd_kernels_cuda)
 target_compile_options(herd_cuda_matmul_bench PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
 set_target_properties(herd_cuda_matmul_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+# The GEMV's per-lane dot products against ref::VecDot, on the host (needs no GPU).
+herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)

@@ -1,7 +1,8 @@
 // MatMulRunner: picks the path of each matmul and owns its scratch memory.
-//   GEMV path (n_tok <= kGemvMaxTok*): quantized weights take int8 activations (one
-//     QuantizeActivations per call, shared by MatMulShared's weights) and GemvQuant; float
-//     weights take float32 x directly (GemvFloat).
+//   GEMV path (n_tok <= kGemvMaxTok*): quantized weights take int8 activations in the format
+//     the reference uses for their type (ref::VecDotType: Q8_0, Q8_1 or Q8_K; one
+//     QuantizeActivations per format and call, shared by MatMulShared's weights) and GemvQuant;
+//     float weights take float32 x directly (GemvFloat).
 //   Tensor-core path: x converted once to half (bfloat16 for BF16 weights), then cuBLAS
 //     (fp32 accumulation and output). F16/BF16 weights are used in place; quantized weights are
 //     dequantized to half in tiles of at most kTileBytes, one GEMM per tile. F32 weights: SGEMM
@@ -13,6 +14,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
+#include "kernels/quants.h"
 
 namespace herd::cuda {
 namespace {
@@ -23,6 +25,9 @@ constexpr size_t kTileBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// Scratch slot of an activation format (ref::VecDotType of a quantized weight type).
+int ActSlot(DType format) { return format == DType::kQ8_0 ? 0 : format == DType::kQ8_1 ? 1 : 2; }
 
 size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -57,7 +62,7 @@ struct MatMulRunner::Impl {
   cudaStream_t stream;
   cublasHandle_t blas = nullptr;
   MatMulPath path = MatMulPath::kAuto;
-  DeviceBuffer act;        // int8 activations + chunk scales
+  DeviceBuffer act[3];     // int8 activations + scales, per format (ActSlot)
   DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
@@ -80,9 +85,9 @@ struct MatMulRunner::Impl {
     return blas;
   }
 
-  internal::QuantizedActivations Quantize(const float* x, int64_t n_tok, int64_t n_in) {
-    void* buf = act.Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
-    return internal::QuantizeActivations(x, n_tok, n_in, buf, stream);
+  internal::QuantizedActivations Quantize(DType format, const float* x, int64_t n_tok, int64_t n_in) {
+    void* buf = act[ActSlot(format)].Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
+    return internal::QuantizeActivations(format, x, n_tok, n_in, buf, stream);
   }
 
   const void* Convert(const float* x, int64_t n_tok, int64_t n_in, bool bf16) {
@@ -136,8 +141,8 @@ struct MatMulRunner::Impl {
       HERD_CHECK_MSG(n_in % Traits(w.type).block_size == 0, "MatMul: n_in=%lld not a multiple of the %s block",
                      static_cast<long long>(n_in), DTypeName(w.type).data());
     }
-    // GEMV path: weights of one type in one launch; int8 activations made once for all types.
-    internal::QuantizedActivations q{};
+    // GEMV path: weights of one type in one launch; int8 activations made once per format.
+    internal::QuantizedActivations q[3];
     constexpr size_t kMaxGroup = 16;
     HERD_CHECK(ws.size() <= kMaxGroup);
     bool done[kMaxGroup] = {};
@@ -156,8 +161,10 @@ struct MatMulRunner::Impl {
       if (IsFloat(ws[i].type)) {
         internal::GemvFloat({gw, n}, {gy, n}, x, n_tok, stream);
       } else {
-        if (q.q == nullptr) q = Quantize(x, n_tok, n_in);
-        internal::GemvQuant({gw, n}, {gy, n}, q, n_tok, stream);
+        const DType format = ref::VecDotType(ws[i].type);
+        internal::QuantizedActivations& qa = q[ActSlot(format)];
+        if (qa.q == nullptr) qa = Quantize(format, x, n_tok, n_in);
+        internal::GemvQuant({gw, n}, {gy, n}, qa, n_tok, stream);
       }
     }
     // Tensor-core path: x converted once per format.
@@ -192,7 +199,7 @@ void MatMulRunner::MatMulShared(std::span<const TensorView> ws, const float* x, 
 void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
   Impl& m = *impl_;
   const auto gemv_tok = std::min(n_tok, std::max(kGemvMaxTokQuant, kGemvMaxTokFloat));
-  m.act.Get(internal::QuantizedActivationBytes(gemv_tok, n_in), m.stream);
+  for (DeviceBuffer& b : m.act) b.Get(internal::QuantizedActivationBytes(gemv_tok, n_in), m.stream);
   if (n_tok > std::min(kGemvMaxTokQuant, kGemvMaxTokFloat) || m.path == MatMulPath::kTensorCore) {
     m.Blas();
     for (DeviceBuffer& b : m.half_x) b.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);

@@ -41,7 +41,8 @@ class MatMulRunner {
   // Grows the scratch buffers (below) for any weight with up to n_in columns and calls of up to
   // n_tok tokens, so that such calls allocate nothing: call it before capturing a CUDA graph.
   // Otherwise buffers grow on demand, which synchronizes the stream once per growth. Scratch:
-  // 1.5*n_tok*n_in bytes (int8 activations, GEMV path) or 2*n_tok*n_in (half activations)
+  // 3 x 1.4*n_tok*n_in bytes (int8 activations in each of the three formats, GEMV path;
+  // n_in rounded up to 2048) or 2*n_tok*n_in (half activations)
   // + at most 64 MiB (a half tile of dequantized weights) + 32 MiB cuBLAS workspace (tensor-core
   // path).
   void Reserve(int64_t n_tok, int64_t n_in);

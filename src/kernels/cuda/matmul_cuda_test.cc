@@ -1,26 +1,28 @@
 // MatMulRunner and GetRows on the GPU against the CPU for every weight type, odd shapes, both
-// matmul paths (GEMV and tensor cores, forced) and the automatic choice.
+// matmul paths (GEMV and tensor cores, forced) and the automatic choice; the GEMV's activation
+// quantization against the reference quantizers byte for byte.
 //
 // Weights are random block bytes (every code, scale nibble and high bit pattern occurs) with
 // random finite half scales; activations are random normals (never zeros); outputs are
 // poisoned with NaN before every run. Two checks per output element:
-//  1. against an oracle with the GPU's own rounding of the inputs, in double:
-//     GEMV path, quantized w: x quantized per 32 values to int8 with a float scale exactly as
-//       QuantizeActivations does, times ref::DequantizeRow(w);
+//  1. against an oracle with the path's own rounding of the inputs, in double:
+//     GEMV path, quantized w: x quantized exactly as the reference does (ref::QuantizeRow to
+//       ref::VecDotType(w): Q8_0 / Q8_1 per 32 values, Q8_K per 256) and dequantized, times
+//       ref::DequantizeRow(w);
 //     GEMV path, float w: float32 x times w;
 //     tensor-core path: x rounded to half (bfloat16 for BF16 w; float32 for F32 w) times w
 //       rounded to half (quantized w: ref::DequantizeRow then half).
 //     Tolerance |y - oracle| <= 1e-4 * sum_i |w_i x_i|: only float32 summation order and the
 //     algebraic split of scales/offsets differ, a few ulps of that magnitude per term; one
 //     wrong code, scale or offset moves y by ~1e-3..1 of it.
-//  2. against ref::MatMul (which quantizes x to Q8_0/Q8_1 blocks of 32, or Q8_K blocks of 256
-//     for the K-quants, so its int8 rounding differs from the GPU's): ||y - y_ref|| <= tol * S
-//     over all outputs, S = sqrt(sum_{t,o} sum_i (w_i x_i)^2), the norm y has for terms of random
-//     sign (unlike ||y_ref|| it cannot shrink by cancellation in a single output). tol = 3e-2
-//     for quantized w: each side's activation rounding error is ~0.5% of S for normal x
-//     (max|x|/127/sqrt(12) per value, max|x| ~ 2.5 typical |x| over 32..256 values); 1e-5 for
-//     float w on the GEMV path (float32 everywhere); on the tensor-core path 2e-3 for F16 (x
-//     rounded to half: 2^-11 relative) and 1e-2 for BF16 (2^-8).
+//  2. against ref::MatMul. GEMV path, quantized w: the same integer block sums scaled the same
+//     way, so per element |y - y_ref| <= 2e-5 * sum_i |w_i x_i| (float summation order only).
+//     Otherwise ||y - y_ref|| <= tol * S over all outputs, S = sqrt(sum_{t,o} sum_i (w_i x_i)^2),
+//     the norm y has for terms of random sign (unlike ||y_ref|| it cannot shrink by
+//     cancellation in a single output): 3e-2 for quantized w on the tensor-core path (x
+//     rounded to half there, to int8 in the reference: ~0.5% of S), 1e-5 for float w on the
+//     GEMV path (float32 everywhere); on the tensor-core path 2e-3 for F16 (x rounded to half:
+//     2^-11 relative) and 1e-2 for BF16 (2^-8).
 // GetRows must equal ref::GetRows exactly (both evaluate the same float operations).
 #include "kernels/cuda/matmul_cuda.h"
 
@@ -37,9 +39,11 @@
 #include "base/fp16.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dequantize_cuda.h"
+#include "kernels/cuda/matmul_internal.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quants.h"
+#include "tensor/quant_blocks.h"
 
 namespace herd::cuda {
 namespace {
@@ -130,18 +134,15 @@ std::vector<float> RandomActivations(int64_t n, std::mt19937& rng) {
   return x;
 }
 
-// The GPU's activation rounding on the GEMV path (QuantizeActivations), dequantized.
-std::vector<float> QuantizeLikeGpu(const std::vector<float>& x) {
+// x as the GEMV path rounds it for weights of `type`: the reference's activation quantization
+// (ref::QuantizeRow to ref::VecDotType(type)), dequantized, per token row of n_in.
+std::vector<float> QuantizeLikeReference(DType type, const std::vector<float>& x, int64_t n_in) {
+  const DType f = ref::VecDotType(type);
   std::vector<float> out(x.size());
-  for (size_t c = 0; c < x.size() / 32; ++c) {
-    float amax = 0.f;
-    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * c + i]));
-    const float d = amax / 127.f;
-    const float id = d != 0.f ? 1.f / d : 0.f;
-    for (int i = 0; i < 32; ++i) {
-      const float q = std::clamp(std::nearbyint(x[32 * c + i] * id), -127.f, 127.f);
-      out[32 * c + i] = d * q;  // exact in double below: d and q are both exact floats
-    }
+  std::vector<uint8_t> q(RowBytes(f, n_in));
+  for (size_t r = 0; r < x.size() / n_in; ++r) {
+    ref::QuantizeRow(f, x.data() + r * n_in, q.data(), n_in);
+    ref::DequantizeRow(f, q.data(), out.data() + r * n_in, n_in);  // d * q: exact in double below
   }
   return out;
 }
@@ -159,7 +160,7 @@ void Oracle(DType type, Path path, const std::vector<uint8_t>& w, int64_t n_out,
     ref::DequantizeRow(type, w.data() + o * RowBytes(type, n_in), &wf[o * n_in], n_in);
   std::vector<float> xr = x;
   if (path == Path::kGemv) {
-    if (!is_float) xr = QuantizeLikeGpu(x);
+    if (!is_float) xr = QuantizeLikeReference(type, x, n_in);
   } else if (type != DType::kF32) {
     const bool bf = type == DType::kBF16;
     for (float& v : xr) v = bf ? Bf16ToFp32(Fp32ToBf16(v)) : Fp16ToFp32(Fp32ToFp16(v));
@@ -268,8 +269,9 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
         const Path path = taken == MatMulPath::kTensorCore ? Path::kTensorCore : Path::kGemv;
         const std::vector<double>& yo = y_or[path == Path::kGemv ? 0 : 1];
         const std::vector<double>& mg = mag[path == Path::kGemv ? 0 : 1];
+        const bool same_as_ref = path == Path::kGemv && Traits(type).quantized;
         double diff2 = 0;
-        int bad = 0;
+        int bad = 0, bad_ref = 0;
         for (size_t i = 0; i < y.size(); ++i) {
           ASSERT_TRUE(std::isfinite(y[i])) << "element " << i << " not written or not finite";
           diff2 += (static_cast<double>(y[i]) - y_ref[i]) * (static_cast<double>(y[i]) - y_ref[i]);
@@ -277,9 +279,15 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
             ADD_FAILURE() << "element " << i << " (tok " << i / s.n_out << ", out " << i % s.n_out << "): gpu " << y[i]
                           << " oracle " << yo[i] << " magnitude " << mg[i];
           }
+          if (same_as_ref && std::fabs(y[i] - y_ref[i]) > 2e-5 * mg[i] + 1e-30 && bad_ref++ < 5) {
+            ADD_FAILURE() << "element " << i << " (tok " << i / s.n_out << ", out " << i % s.n_out << "): gpu " << y[i]
+                          << " ref::MatMul " << y_ref[i] << " magnitude " << mg[i];
+          }
         }
-        EXPECT_LE(std::sqrt(diff2), RefTolerance(type, path) * scale)
-            << "error vs ref::MatMul " << std::sqrt(diff2) / scale << " of S";
+        if (!same_as_ref) {
+          EXPECT_LE(std::sqrt(diff2), RefTolerance(type, path) * scale)
+              << "error vs ref::MatMul " << std::sqrt(diff2) / scale << " of S";
+        }
       }
     }
   }
@@ -319,15 +327,114 @@ TEST_P(MatMulCudaTest, GetRowsIsExact) {
   }
 }
 
-// MatMulShared: weights of several types, several of one type (one GEMV launch for up to four,
-// so five Q4_K take two), against the oracle of the path AutoPath picks.
+// Byte offset of value v in the GEMV's int8 activation row (matmul_internal.h: 2048-value
+// spans; value u of a span at 16-byte vector 32 * ((u % 64) / 16) + u / 64).
+int64_t ActPos(int64_t v) {
+  const int64_t u = v % 2048;
+  return v / 2048 * 2048 + (32 * ((u % 64) / 16) + u / 64) * 16 + u % 16;
+}
+
+// QuantizeActivations writes exactly the int8 values, scales, Q8_1 sums and group sums of
+// ref::QuantizeRow, for rows whose blocks span many magnitudes (half-subnormal and overflowing
+// Q8_0 scales included) and ties of x / d at k + 0.5.
+TEST(QuantizeActivationsTest, BitIdenticalToReference) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(11);
+  for (DType f : {DType::kQ8_0, DType::kQ8_1, DType::kQ8_K}) {
+    const int64_t bs = Traits(f).block_size;
+    for (int64_t n_in : {bs, int64_t{2048}, int64_t{2304}, int64_t{4352}}) {
+      SCOPED_TRACE(std::string(DTypeName(f)) + " n_in=" + std::to_string(n_in));
+      const int64_t n_tok = 3;
+      std::vector<float> x(n_tok * n_in);
+      std::normal_distribution<float> nd(0.f, 1.f);
+      std::uniform_int_distribution<int> expo(-9, 7), kind(0, 3);
+      for (int64_t b = 0; b < n_tok * n_in / bs; ++b) {
+        float* p = x.data() + b * bs;
+        if (kind(rng) == 0) {
+          // amax = 127 (d = 1) and values k + 0.5: round-half-even decides every element.
+          std::uniform_int_distribution<int> k(-127, 126);
+          for (int64_t i = 0; i < bs; ++i) p[i] = static_cast<float>(k(rng)) + 0.5f;
+          p[bs / 2] = 127.f;
+        } else {
+          const float m = std::pow(10.f, static_cast<float>(expo(rng)));
+          for (int64_t i = 0; i < bs; ++i) p[i] = nd(rng) * m;
+        }
+      }
+      DeviceMem dx(x.size() * 4);
+      const size_t bytes = internal::QuantizedActivationBytes(n_tok, n_in);
+      DeviceMem buf(bytes);
+      HERD_CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+      HERD_CUDA_CHECK(cudaMemset(buf.p, 0x5A, bytes));
+      const internal::QuantizedActivations qa =
+          internal::QuantizeActivations(f, dx.as<float>(), n_tok, n_in, buf.p, nullptr);
+      HERD_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<uint8_t> h = Download<uint8_t>(buf.p, bytes);
+      auto at = [&](const void* dev) { return h.data() + (static_cast<const uint8_t*>(dev) - buf.as<uint8_t>()); };
+      const auto* q = reinterpret_cast<const int8_t*>(at(qa.q));
+      const auto* d = reinterpret_cast<const float*>(at(qa.d));
+      const auto* s = reinterpret_cast<const float*>(at(qa.s));
+      const auto* sums = reinterpret_cast<const int16_t*>(at(qa.sums));
+      std::vector<uint8_t> want(RowBytes(f, n_in));
+      int bad = 0;
+      for (int64_t t = 0; t < n_tok; ++t) {
+        ref::QuantizeRow(f, x.data() + t * n_in, want.data(), n_in);
+        for (int64_t b = 0; b < n_in / bs; ++b) {
+          const int8_t* wq;
+          float wd, ws = 0;
+          const int16_t* wsum = nullptr;
+          if (f == DType::kQ8_0) {
+            const auto& blk = reinterpret_cast<const BlockQ8_0*>(want.data())[b];
+            wq = blk.qs, wd = Fp16ToFp32(blk.d);
+          } else if (f == DType::kQ8_1) {
+            const auto& blk = reinterpret_cast<const BlockQ8_1*>(want.data())[b];
+            wq = blk.qs, wd = blk.d, ws = blk.s;
+          } else {
+            const auto& blk = reinterpret_cast<const BlockQ8_K*>(want.data())[b];
+            wq = blk.qs, wd = blk.d, wsum = blk.bsums;
+          }
+          const float gd = d[t * qa.d_stride + b];
+          if (std::memcmp(&gd, &wd, 4) != 0 && bad++ < 5)
+            ADD_FAILURE() << "tok " << t << " block " << b << " d " << gd << " ref " << wd;
+          if (f == DType::kQ8_1) {
+            const float gs = s[t * qa.d_stride + b];
+            if (std::memcmp(&gs, &ws, 4) != 0 && bad++ < 5)
+              ADD_FAILURE() << "tok " << t << " block " << b << " s " << gs << " ref " << ws;
+          }
+          for (int64_t i = 0; i < bs; ++i) {
+            const int64_t v = b * bs + i;
+            const int g = q[t * qa.q_stride + ActPos(v)];
+            if (g != wq[i] && bad++ < 5)
+              ADD_FAILURE() << "tok " << t << " value " << v << ": " << g << " ref " << int{wq[i]};
+          }
+          for (int64_t g = 0; g < bs / 16; ++g) {
+            int want_sum = 0;
+            for (int i = 0; i < 16; ++i) want_sum += wq[16 * g + i];
+            if (wsum != nullptr) {
+              EXPECT_EQ(want_sum, wsum[g]);  // the reference's own bsums
+            }
+            const int got = sums[t * qa.g_stride + b * bs / 16 + g];
+            if (got != want_sum && bad++ < 5)
+              ADD_FAILURE() << "tok " << t << " group " << b * bs / 16 + g << ": " << got << " want " << want_sum;
+          }
+        }
+        for (int64_t v = n_in; v < qa.q_stride; ++v) {
+          if (q[t * qa.q_stride + ActPos(v)] != 0 && bad++ < 5) ADD_FAILURE() << "padding value " << v << " not zero";
+        }
+      }
+    }
+  }
+}
+
+// MatMulShared: weights of several types (all three activation formats), several of one type
+// (one GEMV launch for up to four, so five Q4_K take two), against the oracle of the path
+// AutoPath picks.
 TEST(MatMulCudaSharedTest, SharedInputMatchesOracle) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(7);
   const int64_t n_in = 2048;
-  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kF16,  DType::kBF16, DType::kQ4_K,
-                         DType::kQ8_0, DType::kF16,  DType::kQ4_K, DType::kQ4_K, DType::kQ4_K};
-  const int64_t n_outs[] = {300, 67, 129, 64, 1, 7, 5000, 1024, 33, 4100};
+  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kF16,  DType::kBF16, DType::kQ4_K, DType::kQ8_0,
+                         DType::kF16,  DType::kQ4_K, DType::kQ4_K, DType::kQ4_K, DType::kQ5_1, DType::kQ4_0};
+  const int64_t n_outs[] = {300, 67, 129, 64, 1, 7, 5000, 1024, 33, 4100, 70, 9};
   cudaStream_t stream;
   HERD_CUDA_CHECK(cudaStreamCreate(&stream));
   {

@@ -9,11 +9,12 @@
 // (GemvOptions::groups_per_block; 0 = persistent, one wave), prefetching the next row while
 // computing one; one group per block measured best on H100 so far.
 //
-// Quantized weights: each warp streams its part of the row through a ring of kStages
-// shared-memory buffers of at most kStageBytes (cp.async, 16-byte, independent of the block
-// layout's alignment); each lane then decodes 32-element chunks (quant_decode.cuh) and
-// multiplies them with the int8 activations by __dp4a, scaling per chunk half in float:
-//   acc += d_x * (sc0 * dot(q[0..15]) + sc1 * dot(q[16..31])) + mn0 * d_x*sum(x[0..15]) + mn1 * ...
+// Quantized weights: a row is cut into steps of 2048 values (whole blocks); each warp streams
+// the steps of its part of the row through a ring of kStages shared-memory buffers (cp.async,
+// 16-byte); in a step, lane L decodes its 64 weight codes (quant_dot.cuh: a quarter of a
+// K-quant block or two 32-value blocks) once and multiplies them by dp4a with the int8
+// activations of every token row (the reference's activation format, quant_act.cu), scaling
+// the integer block sums exactly as ref::VecDot does.
 // Float weights: 16-byte streaming loads (kU per lane in flight), float32 FMAs.
 //
 // Ordering (programmatic dependent launch, PDL): the activation quantization kernel and the
@@ -35,17 +36,17 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/quant_decode.cuh"
+#include "kernels/cuda/quant_dot.cuh"
 #include "kernels/cuda/quant_stage.cuh"
+#include "kernels/quants.h"
 
 namespace herd::cuda::internal {
 namespace {
 
-constexpr int kWarps = 4;          // warps per thread block
-constexpr int kStages = 3;         // shared-memory ring depth per warp
-constexpr int kStageBytes = 2048;  // largest stage
-constexpr int kMaxTok = 8;         // tokens per launch
-constexpr int kMaxSegs = 4;        // weights per launch
-constexpr int kStageBuf = kStageBytes + kSmemPad;
+constexpr int kWarps = 4;         // warps per thread block
+constexpr int kStages = 3;        // shared-memory ring depth per warp
+constexpr int kMaxTok = 8;        // tokens per launch
+constexpr int kMaxSegs = 4;       // weights per launch
 constexpr int kWantWarps = 4096;  // split rows over more warps while the grid has fewer
 
 // The weights of one launch: rows [row0[s], row0[s+1]) of the concatenation are rows of seg s.
@@ -107,21 +108,56 @@ struct QuantArgs {
   Segs segs;
   int64_t row_bytes;
   int blocks_per_row;
-  int stage_blocks;  // blocks per stage (a multiple of the aligned group when `aligned`)
-  int n_stages;      // stages per row
-  int wpr;           // warps per row
-  bool aligned;      // rows start 16-byte aligned: cp.async path
+  int n_steps;   // 2048-value steps per row (the last may be partial)
+  int wpr;       // warps per row
+  bool aligned;  // rows start 16-byte aligned: cp.async path
   QuantizedActivations x;
   int n_tok;  // <= NT
 };
 
+// Lane `lane`'s activations of token row t for step `step` (quant_dot.cuh, matmul_internal.h).
+template <DType T>
+__device__ __forceinline__ void LoadAct(const QuantizedActivations& x, int t, int step, int lane, ActLane& a) {
+  const uint4* q = reinterpret_cast<const uint4*>(x.q + t * x.q_stride + static_cast<int64_t>(step) * kStepValues);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 v = __ldg(q + 32 * i + lane);
+    a.q[4 * i] = v.x, a.q[4 * i + 1] = v.y, a.q[4 * i + 2] = v.z, a.q[4 * i + 3] = v.w;
+  }
+  constexpr bool kSums = T != DType::kQ8_0 && T != DType::kQ4_1 && T != DType::kQ5_1;
+  if constexpr (kSums) {
+    const uint2 sv = __ldg(reinterpret_cast<const uint2*>(x.sums + t * x.g_stride + step * (kStepValues / 16)) + lane);
+    a.s[0] = static_cast<int16_t>(sv.x & 0xFFFFu), a.s[1] = static_cast<int>(sv.x) >> 16;
+    a.s[2] = static_cast<int16_t>(sv.y & 0xFFFFu), a.s[3] = static_cast<int>(sv.y) >> 16;
+  } else {
+    a.s[0] = a.s[1] = a.s[2] = a.s[3] = 0;
+  }
+  const float* d = x.d + t * x.d_stride;
+  if constexpr (QBlock<T>::kValues == 256) {
+    a.d0 = __ldg(d + step * (kStepValues / 256) + (lane >> 2));
+    a.d1 = 0.f;
+  } else {
+    const float2 dd = __ldg(reinterpret_cast<const float2*>(d + step * (kStepValues / 32)) + lane);
+    a.d0 = dd.x, a.d1 = dd.y;
+  }
+  if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) {
+    const float2 ss = __ldg(reinterpret_cast<const float2*>(x.s + t * x.d_stride + step * (kStepValues / 32)) + lane);
+    a.m0 = ss.x, a.m1 = ss.y;
+  } else {
+    a.m0 = a.m1 = 0.f;
+  }
+}
+
 // Persistent over rows: block b takes row groups b, b + gridDim.x, ... (kWarps / wpr rows per
-// group); each warp streams the stages of its part of its rows through one ring, so the copies
-// of the next row are in flight while the current one is computed.
+// group); the wpr warps of a row take its steps interleaved, each streaming its steps through
+// its own ring of kStages shared-memory buffers, so the copies of the next steps (of this row
+// or the next) are in flight while one is computed. Per step each lane decodes its 64 weight
+// codes once and multiplies them with every token row (quant_dot.cuh).
 template <DType T, int NT>
 __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_constant__ QuantArgs a) {
-  using Q = QTraits<T>;
-  __shared__ __align__(16) uint8_t smem[kWarps][kStages][kStageBuf];
+  using B = QBlock<T>;
+  constexpr int kBuf = B::kStepBytes + kSmemPad;
+  __shared__ __align__(16) uint8_t smem[kWarps][kStages][kBuf];
   TriggerDependents();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wpr = a.wpr, rpb = kWarps / wpr;
@@ -131,20 +167,24 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
   const int first_row = blockIdx.x * rpb + warp / wpr;
   const int r0 = blockIdx.x * rpb;
   const int groups = r0 < total ? (total - r0 + row_stride - 1) / row_stride : 0;  // block-uniform
-  const int sp = (a.n_stages + wpr - 1) / wpr;  // stages per part (the last may be empty)
+  const int sp = (a.n_steps + wpr - 1) / wpr;  // steps per part (the last part may have fewer)
   const int len = groups * sp;
 
+  // Blocks of step `step` (0 when the row or the step does not exist).
+  auto step_blocks = [&](int gr, int step) {
+    return gr < total && step < a.n_steps ? min(B::kStep, a.blocks_per_row - step * B::kStep) : 0;
+  };
   auto issue = [&](int j) {
     if (j < len) {
       const int k = j / sp;
       const int gr = first_row + k * row_stride;
-      const int b0 = (part + (j - k * sp) * wpr) * a.stage_blocks;
-      if (gr < total && b0 < a.blocks_per_row) {
+      const int step = part + (j - k * sp) * wpr;
+      const int nb = step_blocks(gr, step);
+      if (nb > 0) {
         const int seg = FindSeg(a.segs, gr);
         const int64_t row = gr - a.segs.row0[seg];
-        const int nb = min(a.stage_blocks, a.blocks_per_row - b0);
         StageCopy(smem[warp][j % kStages],
-                  a.segs.w[seg] + row * a.row_bytes + static_cast<int64_t>(b0) * Q::kBlockBytes, nb * Q::kBlockBytes,
+                  a.segs.w[seg] + row * a.row_bytes + static_cast<int64_t>(step) * B::kStepBytes, nb * B::kBytes,
                   a.aligned, lane, 32);
       }
     }
@@ -152,7 +192,7 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) issue(j);
-  GridDependencyWait();  // xq / xm come from the kernel before this one
+  GridDependencyWait();  // x comes from the kernel before this one
 
   float acc[NT];
 #pragma unroll
@@ -163,43 +203,23 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
     __syncwarp();
     const int k = j / sp, s = j - k * sp;
     const int gr = first_row + k * row_stride;
-    const bool valid = gr < total;
-    const SmemSrc src{smem[warp][j % kStages]};
-    const int b0 = (part + s * wpr) * a.stage_blocks;
-    const int nchunks = valid ? min(a.stage_blocks, a.blocks_per_row - b0) * Q::kChunks : 0;
-    for (int lc = lane; lc < nchunks; lc += 32) {
-      Chunk ch;
-      DecodeChunk<T>(src, (lc / Q::kChunks) * Q::kBlockBytes, lc % Q::kChunks, ch);
-      // Chunk index within the row; stages start at multiples of 32 chunks, so gc % 32 == lane
-      // and the warp's activation loads are contiguous.
-      const int64_t gc = static_cast<int64_t>(b0) * Q::kChunks + lc;
-      const int64_t qoff = (gc >> 5) * 1024 + (gc & 31) * 16;
+    const int step = part + s * wpr;
+    const int nb = step_blocks(gr, step);
+    if (nb > 0 && LaneActive<T>(lane, nb)) {
+      Lane<T> w;
+      LaneLoad<T>(w, smem[warp][j % kStages], lane, nb);
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         if (t < a.n_tok) {
-          const int8_t* xq = a.x.q + t * a.x.q_stride + qoff;
-          const int4 x0 = __ldg(reinterpret_cast<const int4*>(xq));
-          const int4 x1 = __ldg(reinterpret_cast<const int4*>(xq + 512));
-          const float dx = __ldg(a.x.d + t * a.x.c_stride + gc);
-          int i0 = __dp4a(ch.w[0], x0.x, 0);
-          i0 = __dp4a(ch.w[1], x0.y, i0);
-          i0 = __dp4a(ch.w[2], x0.z, i0);
-          i0 = __dp4a(ch.w[3], x0.w, i0);
-          int i1 = __dp4a(ch.w[4], x1.x, 0);
-          i1 = __dp4a(ch.w[5], x1.y, i1);
-          i1 = __dp4a(ch.w[6], x1.z, i1);
-          i1 = __dp4a(ch.w[7], x1.w, i1);
-          float v = dx * (ch.sc[0] * static_cast<float>(i0) + ch.sc[1] * static_cast<float>(i1));
-          if constexpr (Q::kMins) {
-            const float2 sx = __ldg(a.x.s + t * a.x.c_stride + gc);
-            v += ch.mn[0] * sx.x + ch.mn[1] * sx.y;
-          }
-          acc[t] += v;
+          ActLane x;
+          LoadAct<T>(a.x, t, step, lane, x);
+          acc[t] += w.Dot(x);
         }
       }
     }
     __syncwarp();  // every lane is done with this buffer before it is refilled
     if (s == sp - 1) {
+      const bool valid = gr < total;
       const int seg = FindSeg(a.segs, valid ? gr : 0);
       ReduceAndStore<NT>(acc, wpr, valid, a.segs.y[seg], a.segs.n_out[seg], gr - a.segs.row0[seg], a.n_tok);
 #pragma unroll
@@ -417,39 +437,35 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
   if (ws.empty() || n_tok == 0) return;
   const DType type = ws[0].type;
   const int64_t n_in = ws[0].cols();
-  HERD_CHECK(n_in % 32 == 0);
+  HERD_CHECK_MSG(x.format == ref::VecDotType(type), "GemvQuant: %s weights need %s activations, got %s",
+                 DTypeName(type).data(), DTypeName(ref::VecDotType(type)).data(), DTypeName(x.format).data());
   const bool ok = DispatchQuant(type, [&]<DType T>() {
-    using Q = QTraits<T>;
+    using B = QBlock<T>;
+    HERD_CHECK(n_in % B::kValues == 0);
     for (size_t first = 0; first < ws.size(); first += kMaxSegs) {
       const size_t n = std::min<size_t>(kMaxSegs, ws.size() - first);
       QuantArgs a{};
       MakeSegs(ws, ys, first, n, &a.segs);
       if (a.segs.total_rows == 0) continue;
       a.row_bytes = static_cast<int64_t>(ws[first].row_bytes());
-      a.blocks_per_row = static_cast<int>(n_in / (32 * Q::kChunks));
+      a.blocks_per_row = static_cast<int>(n_in / B::kValues);
+      a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
       a.aligned = a.row_bytes % 16 == 0;
       for (size_t k = first; k < first + n; ++k) {
         HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
         a.aligned = a.aligned && Aligned16(ws[k].data);
       }
-      // Stages: units of 32 chunks (and, aligned, of whole 16-byte groups of blocks) of at most
-      // kStageBytes, split evenly over the row; a row's last unit may be partial.
-      const int unit32 = 32 / Q::kChunks;
-      const int unit = a.aligned ? std::max(unit32, Q::kGroupBlocks) : unit32;  // both powers of two
-      const int units = (a.blocks_per_row + unit - 1) / unit;
-      const int max_units = std::max(1, kStageBytes / (unit * Q::kBlockBytes));
-      a.n_stages = (units + max_units - 1) / max_units;
-      a.stage_blocks = unit * ((units + a.n_stages - 1) / a.n_stages);
-      a.wpr = WarpsPerRow(a.segs.total_rows, a.n_stages, g_split_stages.load(std::memory_order_relaxed));
+      a.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, g_split_stages.load(std::memory_order_relaxed));
       const int rows_per_block = kWarps / a.wpr;
       const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
       for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-        a.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-        a.x = x;
-        a.x.q += t0 * x.q_stride;
-        a.x.d += t0 * x.c_stride;
-        a.x.s += t0 * x.c_stride;
         QuantArgs at = a;
+        at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+        at.x = x;
+        at.x.q += t0 * x.q_stride;
+        at.x.d += t0 * x.d_stride;
+        at.x.s += t0 * x.d_stride;
+        at.x.sums += t0 * x.g_stride;
         for (int k = 0; k < kMaxSegs; ++k)
           if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
         LaunchByTok<QuantKernel, T>(at, blocks, g_groups_per_block.load(std::memory_order_relaxed), stream);

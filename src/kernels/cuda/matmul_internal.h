@@ -12,25 +12,29 @@
 
 namespace herd::cuda::internal {
 
-// Integer-GEMV activation format, produced once per call for every quantized weight type.
-// Each 32-element chunk c of a token row is scaled by its own d_c = max|x|/127 (round to
-// nearest even, clamped to ±127). Layout, chosen so that 32 lanes reading chunks c..c+31 read
-// 512 contiguous bytes per load:
-//   q: [n_tok][q_stride] int8; chunk c's elements 0-15 at (c/32)*1024 + (c%32)*16, 16-31 at
-//      the same + 512 (q_stride = n_in rounded up to 1024);
-//   d: [n_tok][c_stride] float d_c;  s: [n_tok][c_stride] float2 {d_c*sum(q[0..15]), d_c*sum(q[16..31])}
-//      (c_stride = n_in/32 rounded up to 32).
+// Integer-GEMV activation format: each token row quantized exactly as
+// ref::QuantizeRow(format) does (format = ref::VecDotType of the weight type: Q8_0, Q8_1 or
+// Q8_K; bit-identical int8 values and scales), stored for the GEMV lanes (quant_dot.cuh):
+//   q:    [n_tok][q_stride] int8, q_stride = n_in rounded up to 2048; value v at ActBytePos(v)
+//         (2048-value spans, lane-major 16-byte vectors); padding zero;
+//   d:    [n_tok][d_stride] float block scales (d_stride = q_stride / 32): Q8_0/Q8_1 one per 32
+//         values (Q8_0: the half-rounded scale, as a float), Q8_K one per 256 (first entries);
+//   s:    [n_tok][d_stride] Q8_1 only: d * (sum of the block's 32 int8), the reference's s;
+//   sums: [n_tok][g_stride] int16 sum of each group of 16 int8 (Q8_K's bsums; every format),
+//         g_stride = q_stride / 16.
 struct QuantizedActivations {
-  const int8_t* q;
-  const float* d;
-  const float2* s;
-  int64_t q_stride, c_stride;
+  DType format = DType::kQ8_0;
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const float* s = nullptr;
+  const int16_t* sums = nullptr;
+  int64_t q_stride = 0, d_stride = 0, g_stride = 0;
 };
 // Device bytes QuantizeActivations needs for n_tok rows of n_in (a multiple of 32).
 size_t QuantizedActivationBytes(int64_t n_tok, int64_t n_in);
-// Writes the format into `buffer` (QuantizedActivationBytes, 256-byte aligned). Cost: one read
-// of x, ~1.4 bytes written per element.
-QuantizedActivations QuantizeActivations(const float* x, int64_t n_tok, int64_t n_in, void* buffer,
+// Writes the format into `buffer` (QuantizedActivationBytes, 256-byte aligned). n_in must be a
+// multiple of the format's block (32 or 256). Cost: one read of x, ~1.4 bytes written per value.
+QuantizedActivations QuantizeActivations(DType format, const float* x, int64_t n_tok, int64_t n_in, void* buffer,
                                          cudaStream_t stream);
 
 // out[i] = x[i] rounded to half (bf16 = false) or bfloat16 (bf16 = true), n elements.
@@ -38,8 +42,8 @@ void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStr
 
 // ys[k][t, o] = sum_i ws[k][o, i] * x[t, i] for quantized weights of one type and one n_in
 // (any n_tok; weights are streamed once per group of 8 tokens; up to 4 weights per launch),
-// from the activation format above, which the kernel right before in the stream must have
-// written (the GEMV starts its weight loads before waiting for that kernel: programmatic
+// from the activation format above (x.format == ref::VecDotType(type)), which the kernel right
+// before in the stream must have written (the GEMV starts its weight loads before waiting for that kernel: programmatic
 // dependent launch). Rows 16-byte aligned: 16-byte asynchronous copies into shared memory;
 // otherwise the same kernels with 2-byte copies.
 void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x, int64_t n_tok,
