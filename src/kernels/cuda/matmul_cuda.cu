@@ -10,6 +10,8 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_cuda.h"
@@ -25,6 +27,15 @@ constexpr size_t kTileBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+
+// HERD_CUDA_MATMUL_PATH=gemv|tc|auto (default auto): the path every runner starts with (a
+// debugging knob, e.g. to run prompts through the GEMV's reference-exact int8 arithmetic).
+MatMulPath PathFromEnvironment() {
+  const char* e = std::getenv("HERD_CUDA_MATMUL_PATH");
+  if (e == nullptr) return MatMulPath::kAuto;
+  const std::string_view v(e);
+  return v == "gemv" ? MatMulPath::kGemv : v == "tc" ? MatMulPath::kTensorCore : MatMulPath::kAuto;
+}
 
 // Scratch slot of an activation format (ref::VecDotType of a quantized weight type).
 int ActSlot(DType format) { return format == DType::kQ8_0 ? 0 : format == DType::kQ8_1 ? 1 : 2; }
@@ -67,7 +78,7 @@ struct MatMulRunner::Impl {
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
 
-  explicit Impl(cudaStream_t s) : stream(s) {}
+  explicit Impl(cudaStream_t s) : stream(s), path(PathFromEnvironment()) {}
   ~Impl() {
     if (blas != nullptr) cublasDestroy(blas);
   }

@@ -46,6 +46,7 @@ class MatMulRunner {
   // + at most 64 MiB (a half tile of dequantized weights) + 32 MiB cuBLAS workspace (tensor-core
   // path).
   void Reserve(int64_t n_tok, int64_t n_in);
+  // The path of later calls (initially kAuto, or HERD_CUDA_MATMUL_PATH=gemv|tc|auto).
   void set_path(MatMulPath path);
   // The path kAuto takes for a weight of `type` at n_tok tokens (kGemv or kTensorCore).
   static MatMulPath AutoPath(DType type, int64_t n_tok);
