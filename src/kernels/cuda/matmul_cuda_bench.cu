@@ -1,7 +1,7 @@
 // MatMulRunner benchmark on llama-3.1-8b and llama-3.2-1b projection shapes.
 //   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
 //                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc]
-//                          [--pdl 1] [--float-pdl 0] [--groups 1] [--shape 4096:14336] [--split 2]
+//                          [--pdl 1] [--float-pdl 0] [--groups -1] [--shape 4096:14336] [--split 2]
 // For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
 // enough copies that the copies together exceed 2x L2 (so a call never finds its weights in
 // L2), one CUDA graph of kCalls calls rotating over the copies (launch gaps as in graph-captured

@@ -7,7 +7,8 @@
 // shared memory. Up to kMaxSegs weights sharing x (Q/K/V, gate/up) run as one launch over their
 // concatenated rows. The quantized kernel's blocks may also loop over several row groups
 // (GemvOptions::groups_per_block; 0 = persistent, one wave), prefetching the next row while
-// computing one; one group per block measured best on H100 so far.
+// computing one. Measured on H100 (bench/results/cuda-matmul-2026-11-22.md): one group per
+// block is best except for many rows of a single step (n_in <= 2048, >= 8192 rows: two).
 //
 // Quantized weights: a row is cut into steps of 2048 values (whole blocks); each warp streams
 // the steps of its part of the row through a ring of kStages shared-memory buffers (cp.async,
@@ -323,7 +324,7 @@ __global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_cons
 }
 
 std::atomic<bool> g_pdl{true};
-std::atomic<int> g_groups_per_block{1};
+std::atomic<int> g_groups_per_block{-1};
 std::atomic<bool> g_float_pdl{false};
 std::atomic<int> g_split_stages{kStages - 1};
 
@@ -458,6 +459,8 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
       a.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, g_split_stages.load(std::memory_order_relaxed));
       const int rows_per_block = kWarps / a.wpr;
       const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
+      int groups_per_block = g_groups_per_block.load(std::memory_order_relaxed);
+      if (groups_per_block < 0) groups_per_block = a.n_steps == 1 && a.segs.total_rows >= 8192 ? 2 : 1;
       for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
         QuantArgs at = a;
         at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
@@ -468,7 +471,7 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
         at.x.sums += t0 * x.g_stride;
         for (int k = 0; k < kMaxSegs; ++k)
           if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
-        LaunchByTok<QuantKernel, T>(at, blocks, g_groups_per_block.load(std::memory_order_relaxed), stream);
+        LaunchByTok<QuantKernel, T>(at, blocks, groups_per_block, stream);
       }
     }
   });

@@ -52,12 +52,13 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
 // Launch choices of the GEMV kernels, settable for A/B benchmarks (process-wide; the defaults
 // are the ones measured best on H100): programmatic dependent launch of the activation
 // quantization and quantized GEMV (pdl) and of the float GEMV (float_pdl); row groups per
-// block of the quantized kernels (0: persistent, one wave of blocks looping over rows); rows
-// split over up to 4 warps while a warp would have more than split_stages stages.
+// block of the quantized kernels (0: persistent, one wave of blocks looping over rows; -1:
+// automatic, 2 for rows of one 2048-value step when there are at least 8192 rows, else 1);
+// rows split over up to 4 warps while a warp would have more than split_stages stages.
 struct GemvOptions {
   bool pdl = true;
   bool float_pdl = false;
-  int groups_per_block = 1;
+  int groups_per_block = -1;
   int split_stages = 2;
 };
 bool GemvProgrammaticLaunch();
