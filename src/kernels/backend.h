@@ -77,6 +77,23 @@ class Backend {
                               float scale, float* out) = 0;
   // Copies rows: out[i, :] = x[rows[i], :] for i < n; x, out: [*, n_cols] float.
   virtual void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) = 0;
+
+  // --- fused ops (a device backend runs each as one kernel; the defaults call the ops above in
+  // the order written, so host backends give exactly the unfused results) ---
+  // x += y (n_rows * n_cols values), then out = RmsNorm(x, weight). out may alias y, not x.
+  virtual void AddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
+                          float* out) {
+    Add(x, y, n_rows * n_cols);
+    RmsNorm(x, weight, eps, n_rows, n_cols, out);
+  }
+  // Rope of q: [batch.n_tokens, n_heads, cache.head_dim] and of k: [batch.n_tokens,
+  // cache.n_kv_heads, cache.head_dim], both in place, then StoreKv(cache, batch, k, v).
+  virtual void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
+                           const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) {
+    Rope(q, batch.n_tokens, n_heads, cache.head_dim, positions, inv_freq, n_rot);
+    Rope(k, batch.n_tokens, cache.n_kv_heads, cache.head_dim, positions, inv_freq, n_rot);
+    StoreKv(cache, batch, k, v);
+  }
 };
 
 // Host-memory backends.

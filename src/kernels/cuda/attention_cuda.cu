@@ -1,9 +1,14 @@
-// StoreKv, the split-K merge and the PagedAttention dispatch (attention_cuda.h). The attention
-// kernel itself: attention_kernel.cuh (instances in attention_{f16,f32,q8}.cu).
+// StoreKv, RopeStoreKv, the split-K merge kernel and the PagedAttention dispatch
+// (attention_cuda.h). The attention kernel itself: attention_kernel.cuh (instances in
+// attention_{f16,f32,q8}.cu). Every kernel here is launched with programmatic
+// dependent launch (launch_pdl.cuh).
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -11,26 +16,30 @@
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
+#include "kernels/cuda/rope_cuda.cuh"
 
 namespace herd::cuda {
 namespace {
 
-// One CTA per token: its slot is looked up once, then every kv head's K and V vector written.
-// F16 / F32: thread per value. Q8_0: warp per 32-value block, quantized as ref::QuantizeRow
-// (scale = fp16(amax / 127), q = clamp(rint(x / scale'), -127, 127) with scale' the rounded scale;
-// IEEE division and rint give the reference's bytes).
-template <DType T>
-__global__ void StoreKvKernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc, const int32_t* __restrict__ pos,
-                              const int32_t* __restrict__ seq, const int32_t* const* __restrict__ tables,
-                              int32_t block_size, int32_t n_kv_heads, int32_t head_dim, int32_t vec_bytes,
-                              const float* __restrict__ k, const float* __restrict__ v) {
-  const int64_t t = blockIdx.x;
+// Vector index (kv head 0) of token t's slot: block_tables[seq[t]][pos[t] / block_size] *
+// block_size + pos[t] % block_size, times n_kv_heads. Reads only the uploaded batch description.
+__device__ __forceinline__ int64_t SlotRow(const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
+                                           const int32_t* const* __restrict__ tables, int32_t block_size,
+                                           int32_t n_kv_heads, int64_t t) {
   const int32_t p = pos[t];
-  const int64_t slot = static_cast<int64_t>(tables[seq[t]][p / block_size]) * block_size + p % block_size;
-  const int64_t row0 = slot * n_kv_heads;  // vector index of kv head 0 at this slot
+  return (static_cast<int64_t>(tables[seq[t]][p / block_size]) * block_size + p % block_size) * n_kv_heads;
+}
+
+// Writes one token's K and V vectors (kt, vt: [n_kv_heads * head_dim]) at vector row row0 of the
+// caches, strided over the CTA. F16 / F32: thread per value. Q8_0: warp per 32-value block,
+// quantized as ref::QuantizeRow (scale = fp16(amax / 127), q = clamp(rint(x / scale'), -127, 127)
+// with scale' the rounded scale; IEEE division and rint give the reference's bytes).
+// kt may point to shared memory (the fused RoPE kernel's rotated head).
+template <DType T>
+__device__ __forceinline__ void StoreToken(uint8_t* kc, uint8_t* vc, int64_t row0, int32_t n_kv_heads, int32_t head_dim,
+                                           int32_t vec_bytes, const float* kt, const float* vt) {
   const int n = n_kv_heads * head_dim;
-  const float* kt = k + t * n;
-  const float* vt = v + t * n;
   if constexpr (T == DType::kF16 || T == DType::kF32) {
     using E = std::conditional_t<T == DType::kF16, __half, float>;
     E* kd = reinterpret_cast<E*>(kc) + row0 * head_dim;  // vectors of one slot are contiguous
@@ -66,27 +75,99 @@ __global__ void StoreKvKernel(uint8_t* __restrict__ kc, uint8_t* __restrict__ vc
   }
 }
 
+// The cache and batch arguments of the store kernels.
+struct StoreArgs {
+  uint8_t* kc;
+  uint8_t* vc;
+  const int32_t* pos;
+  const int32_t* seq;
+  const int32_t* const* tables;
+  int32_t block_size;
+  int32_t n_kv_heads;
+  int32_t head_dim;
+  int32_t vec_bytes;
+};
+
+// One CTA per token: its slot is looked up once (before waiting for the previous kernel), then
+// every kv head's K and V vector written.
+template <DType T>
+__global__ void StoreKvKernel(const StoreArgs a, const float* __restrict__ k, const float* __restrict__ v) {
+  PdlTrigger();
+  const int64_t t = blockIdx.x;
+  const int64_t row0 = SlotRow(a.pos, a.seq, a.tables, a.block_size, a.n_kv_heads, t);
+  PdlWait();
+  const int64_t n = static_cast<int64_t>(a.n_kv_heads) * a.head_dim;
+  StoreToken<T>(a.kc, a.vc, row0, a.n_kv_heads, a.head_dim, a.vec_bytes, k + t * n, v + t * n);
+}
+
+// RoPE of one token's q and k heads (in place), then the store of its k and v. Grid
+// (n_tokens, n_kv_heads): CTA (t, j) rotates query heads [j * q_per, (j + 1) * q_per) and kv head
+// j, keeps the rotated k head in shared memory and stores it and v head j. The angles and the
+// slot are computed before waiting for the previous kernel. The same arithmetic as RopeRotate
+// and StoreToken, so the results equal Rope, Rope, StoreKv.
+template <DType T>
+__global__ void RopeStoreKvKernel(const StoreArgs a, float* q, float* k, const float* __restrict__ v, int32_t n_heads,
+                                  int32_t q_per, const int32_t* __restrict__ positions,
+                                  const float* __restrict__ inv_freq, int32_t half) {
+  extern __shared__ float smem[];
+  float* cs = smem;             // [half] cos, [half] sin
+  float* kh = smem + 2 * half;  // [head_dim] the rotated k head
+  PdlTrigger();
+  const int64_t t = blockIdx.x;
+  const int j = blockIdx.y;
+  const int hd = a.head_dim;
+  RopeAngles(positions[t], inv_freq, half, cs);
+  const int64_t row0 = SlotRow(a.pos, a.seq, a.tables, a.block_size, a.n_kv_heads, t);
+  __syncthreads();
+  PdlWait();
+  const int q0 = j * q_per, q1 = min(n_heads, q0 + q_per);
+  if (q1 > q0) RopeRotate(q + (t * n_heads + q0) * hd, q1 - q0, hd, half, cs);
+  float2* kt = reinterpret_cast<float2*>(k + (t * a.n_kv_heads + j) * hd);
+  for (int i = threadIdx.x; i < hd / 2; i += blockDim.x) {
+    float2 x = kt[i];
+    if (i < half) {
+      const float c = cs[i], s = cs[half + i];
+      x = make_float2(x.x * c - x.y * s, x.x * s + x.y * c);
+      kt[i] = x;
+    }
+    reinterpret_cast<float2*>(kh)[i] = x;
+  }
+  __syncthreads();
+  StoreToken<T>(a.kc, a.vc, row0 + j, 1, hd, a.vec_bytes, kh, v + (t * a.n_kv_heads + j) * hd);
+}
+
+// Normalised weights w[0..ns) of the ns split partials of output row th (token * n_heads + head):
+// w_s = l_s * 2^(m_s - max m) / sum. One warp (all 32 lanes call it), each lane two splits. A
+// split that saw no visible position (l = 0) weighs 0.
+__device__ __forceinline__ void SplitWeights(const float2* part_ml, int64_t th, int s_max, int ns, float* w) {
+  static_assert(attn::kMaxSplits <= 64);
+  const int lane = threadIdx.x % 32;
+  const float2* ml = part_ml + th * s_max;
+  const float2 a = lane < ns ? ml[lane] : make_float2(-INFINITY, 0.f);
+  const float2 b = lane + 32 < ns ? ml[lane + 32] : make_float2(-INFINITY, 0.f);
+  float m = fmaxf(a.x, b.x);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const float wa = a.y > 0.f ? a.y * exp2f(a.x - m) : 0.f;
+  const float wb = b.y > 0.f ? b.y * exp2f(b.x - m) : 0.f;
+  float den = wa + wb;
+  for (int o = 16; o > 0; o >>= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+  if (lane < ns) w[lane] = wa / den;
+  if (lane + 32 < ns) w[lane + 32] = wb / den;
+}
+
 // Merges the split partials of tokens whose item used more than one split. One CTA per
-// (token, head): the first warp turns the splits' (max, sum) into weights (one lane per split,
-// kMaxSplits == 32), then every thread sums its dims over the splits (independent loads).
+// (token, head): the first warp turns the splits' (max, sum) into weights, then every thread
+// sums its dims over the splits (independent loads).
 __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
                                   const int32_t* __restrict__ nsplit, int32_t n_heads, int32_t head_dim, int32_t s_max,
                                   float* __restrict__ out) {
-  static_assert(attn::kMaxSplits <= 32);
   __shared__ float weight[attn::kMaxSplits];
+  PdlTrigger();
+  PdlWait();
   const int64_t th = blockIdx.x;  // token * n_heads + head
   const int ns = nsplit[th / n_heads];
   if (ns <= 1) return;  // written directly by the attention kernel
-  if (threadIdx.x < 32) {
-    const int lane = threadIdx.x;
-    const float2 ml = lane < ns ? part_ml[th * s_max + lane] : make_float2(-INFINITY, 0.f);
-    float m = ml.x;
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const float w = ml.y > 0.f ? ml.y * exp2f(ml.x - m) : 0.f;  // a split with no visible position: 0
-    float den = w;
-    for (int o = 16; o > 0; o >>= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
-    if (lane < ns) weight[lane] = w / den;
-  }
+  if (threadIdx.x < 32) SplitWeights(part_ml, th, s_max, ns, weight);
   __syncthreads();
   const float* o = part_o + th * s_max * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
@@ -97,7 +178,27 @@ __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2
   }
 }
 
-constexpr int kTargetCtasPerSm = 12;
+// The split policy (AttentionSplitPolicy), initially from
+// HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES[:MAX_SPLITS] when set (A/B runs of whole models).
+struct PolicyState {
+  std::atomic<int> ctas_per_sm, min_tiles, max_splits;
+  PolicyState() {
+    AttentionSplitPolicy d;
+    const char* e = std::getenv("HERD_CUDA_ATTN");
+    int c = d.ctas_per_sm, m = d.min_tiles, x = d.max_splits;
+    if (e != nullptr && std::sscanf(e, "%d:%d:%d", &c, &m, &x) >= 2 && c >= 1 && m >= 1 && x >= 1 &&
+        x <= attn::kMaxSplits) {
+      d = AttentionSplitPolicy{c, m, x};
+    }
+    ctas_per_sm = d.ctas_per_sm;
+    min_tiles = d.min_tiles;
+    max_splits = d.max_splits;
+  }
+};
+PolicyState& Policy() {
+  static PolicyState state;
+  return state;
+}
 
 void CheckCache(const KvLayerView& c) {
   HERD_CHECK_MSG(c.type == DType::kF16 || c.type == DType::kF32 || c.type == DType::kQ8_0,
@@ -111,47 +212,91 @@ void CheckCache(const KvLayerView& c) {
 
 AttentionScratch::~AttentionScratch() {
   if (data_ != nullptr) cudaFree(data_);
+  for (void* p : retired_) cudaFree(p);
 }
 
 void* AttentionScratch::Reserve(size_t bytes, cudaStream_t stream) {
   if (bytes <= bytes_) return data_;
-  if (data_ != nullptr) {
-    HERD_CUDA_CHECK(cudaStreamSynchronize(stream));  // queued kernels may still use the old buffer
-    HERD_CUDA_CHECK(cudaFree(data_));
-    data_ = nullptr;
-  }
-  bytes = std::max(bytes, bytes_ * 2);
-  HERD_CUDA_CHECK(cudaMalloc(&data_, bytes));
-  bytes_ = bytes;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  HERD_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  HERD_CHECK_MSG(capture == cudaStreamCaptureStatusNone, "attention scratch must grow during graph capture");
+  // A captured graph may still point into the old buffer: keep it until destruction.
+  if (data_ != nullptr) retired_.push_back(data_);
+  bytes_ = std::max(bytes, bytes_ * 2);
+  HERD_CUDA_CHECK(cudaMalloc(&data_, bytes_));
   return data_;
 }
+
+namespace {
+
+StoreArgs MakeStoreArgs(const KvLayerView& c, const AttentionBatch& b) {
+  return StoreArgs{static_cast<uint8_t*>(c.k),
+                   static_cast<uint8_t*>(c.v),
+                   b.pos,
+                   b.seq,
+                   b.block_tables,
+                   c.block_size,
+                   c.n_kv_heads,
+                   c.head_dim,
+                   static_cast<int32_t>(KvVectorBytes(c.type, c.head_dim))};
+}
+
+int StoreThreads(const KvLayerView& c) {
+  const int n = c.n_kv_heads * c.head_dim;
+  const int work = c.type == DType::kQ8_0 ? 2 * n : n;  // Q8_0: a warp per 32 values of K and of V
+  return std::min(256, std::max(64, (work + 31) / 32 * 32));
+}
+
+}  // namespace
 
 void StoreKv(const KvLayerView& c, const AttentionBatch& b, const float* k, const float* v, cudaStream_t stream) {
   CheckCache(c);
   if (b.n_tokens <= 0) return;
   HERD_CHECK(b.n_tokens < (1ll << 31));
-  const int n = c.n_kv_heads * c.head_dim;
-  const int work = c.type == DType::kQ8_0 ? 2 * n : n;  // Q8_0: a warp per 32 values of K and of V
-  const int threads = std::min(256, std::max(64, (work + 31) / 32 * 32));
   const auto grid = static_cast<unsigned>(b.n_tokens);
-  const auto vec_bytes = static_cast<int32_t>(KvVectorBytes(c.type, c.head_dim));
-  auto* kc = static_cast<uint8_t*>(c.k);
-  auto* vc = static_cast<uint8_t*>(c.v);
+  const StoreArgs a = MakeStoreArgs(c, b);
+  const int threads = StoreThreads(c);
+  switch (c.type) {
+    case DType::kF16: LaunchPdl(StoreKvKernel<DType::kF16>, grid, threads, 0, stream, a, k, v); break;
+    case DType::kF32: LaunchPdl(StoreKvKernel<DType::kF32>, grid, threads, 0, stream, a, k, v); break;
+    default: LaunchPdl(StoreKvKernel<DType::kQ8_0>, grid, threads, 0, stream, a, k, v); break;
+  }
+}
+
+void RopeStoreKv(const KvLayerView& c, const AttentionBatch& b, float* q, int32_t n_heads, float* k, const float* v,
+                 const int32_t* positions, const float* inv_freq, int32_t n_rot, cudaStream_t stream) {
+  CheckCache(c);
+  HERD_CHECK(n_rot > 0 && n_rot % 2 == 0 && n_rot <= c.head_dim && n_heads > 0);
+  if (b.n_tokens <= 0) return;
+  HERD_CHECK(b.n_tokens < (1ll << 31) && c.n_kv_heads < 65536);
+  const StoreArgs a = MakeStoreArgs(c, b);
+  const int32_t half = n_rot / 2;
+  const int32_t q_per = (n_heads + c.n_kv_heads - 1) / c.n_kv_heads;
+  const int threads = q_per * half >= 256 ? 256 : 128;  // >= 4 warps: a Q8_0 head's blocks at once
+  const dim3 grid(static_cast<unsigned>(b.n_tokens), static_cast<unsigned>(c.n_kv_heads));
+  const size_t smem = sizeof(float) * (2 * half + c.head_dim);
   switch (c.type) {
     case DType::kF16:
-      StoreKvKernel<DType::kF16><<<grid, threads, 0, stream>>>(kc, vc, b.pos, b.seq, b.block_tables, c.block_size,
-                                                               c.n_kv_heads, c.head_dim, vec_bytes, k, v);
+      LaunchPdl(RopeStoreKvKernel<DType::kF16>, grid, threads, smem, stream, a, q, k, v, n_heads, q_per, positions,
+                inv_freq, half);
       break;
     case DType::kF32:
-      StoreKvKernel<DType::kF32><<<grid, threads, 0, stream>>>(kc, vc, b.pos, b.seq, b.block_tables, c.block_size,
-                                                               c.n_kv_heads, c.head_dim, vec_bytes, k, v);
+      LaunchPdl(RopeStoreKvKernel<DType::kF32>, grid, threads, smem, stream, a, q, k, v, n_heads, q_per, positions,
+                inv_freq, half);
       break;
     default:
-      StoreKvKernel<DType::kQ8_0><<<grid, threads, 0, stream>>>(kc, vc, b.pos, b.seq, b.block_tables, c.block_size,
-                                                                c.n_kv_heads, c.head_dim, vec_bytes, k, v);
+      LaunchPdl(RopeStoreKvKernel<DType::kQ8_0>, grid, threads, smem, stream, a, q, k, v, n_heads, q_per, positions,
+                inv_freq, half);
       break;
   }
-  HERD_CUDA_CHECK_LAUNCH();
+}
+
+void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
+  HERD_CHECK(policy.ctas_per_sm >= 1 && policy.min_tiles >= 1 && policy.max_splits >= 1 &&
+             policy.max_splits <= attn::kMaxSplits);
+  Policy().ctas_per_sm.store(policy.ctas_per_sm);
+  Policy().min_tiles.store(policy.min_tiles);
+  Policy().max_splits.store(policy.max_splits);
 }
 
 void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
@@ -161,6 +306,7 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   HERD_CHECK_MSG(c.head_dim % 16 == 0 && c.head_dim <= attn::kMaxHeadDim,
                  "CUDA attention needs head_dim a multiple of 16 up to %d, got %d", attn::kMaxHeadDim, c.head_dim);
   if (b.n_tokens <= 0) return;
+  HERD_CHECK_MSG(reinterpret_cast<uintptr_t>(out) % 16 == 0, "attention output must be 16-byte aligned");
   using namespace attn;
   Params p{};
   p.k = static_cast<const uint8_t*>(c.k);
@@ -181,14 +327,20 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   p.q = q;
   p.out = out;
 
-  // Splits: about kTargetCtasPerSm CTAs per SM (several waves of the ~3 resident, so the last
-  // wave's tail is short) when every token is a decode item; never more than the cache could
-  // need (positions / (tile * min tiles per split)).
+  // Splits: about ctas_per_sm CTAs per SM when every token is a decode item (several waves of
+  // the ~4 resident for many sequences, so the last wave's tail is short; for a few sequences up
+  // to max_splits splits of at least min_tiles tiles, so each CTA's latency chain is short);
+  // never more than the cache could need.
+  const int min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
+  const int max_splits = Policy().max_splits.load(std::memory_order_relaxed);
   const int64_t units = b.n_tokens * c.n_kv_heads * p.head_chunks;
-  const int64_t want = (static_cast<int64_t>(std::max(num_sms, 1)) * kTargetCtasPerSm + units - 1) / units;
+  const int64_t want =
+      (static_cast<int64_t>(std::max(num_sms, 1)) * Policy().ctas_per_sm.load(std::memory_order_relaxed) + units - 1) /
+      units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
-  const int64_t cap = std::max<int64_t>(1, (cache_tiles + kMinTilesPerSplit - 1) / kMinTilesPerSplit);
-  p.s_max = static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(kMaxSplits, cap)));
+  const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
+  p.s_max = static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(max_splits, cap)));
+  p.min_tiles = min_tiles;
   if (p.s_max > 1) {
     const size_t rows = static_cast<size_t>(b.n_tokens) * n_heads * p.s_max;
     const size_t o_bytes = rows * c.head_dim * sizeof(float);
@@ -202,9 +354,10 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   const int64_t grid = units * p.s_max;
   HERD_CHECK_MSG(grid < (1ll << 31), "attention grid too large (%lld CTAs)", static_cast<long long>(grid));
   const int rows_small = p.group <= 4 ? 4 : (p.group <= 8 ? 8 : kItemRows);
+  bool tc = false;
   switch (c.type) {
     case DType::kF16: {
-      const bool tc = b.n_tokens > 1 && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
+      tc = b.n_tokens > 1 && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
       LaunchF16(p, rows_small, b.n_tokens > 1 && !tc, static_cast<unsigned>(grid), stream);
       break;
     }
@@ -213,9 +366,8 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   }
   if (p.s_max > 1) {
     const int threads = c.head_dim > 64 ? 128 : 64;
-    MergeSplitsKernel<<<static_cast<unsigned>(b.n_tokens * n_heads), threads, 0, stream>>>(
-        p.part_o, p.part_ml, p.nsplit, n_heads, c.head_dim, p.s_max, out);
-    HERD_CUDA_CHECK_LAUNCH();
+    LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(b.n_tokens * n_heads), threads, 0, stream, p.part_o, p.part_ml,
+              p.nsplit, n_heads, c.head_dim, p.s_max, out);
   }
 }
 

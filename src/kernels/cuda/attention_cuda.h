@@ -12,13 +12,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/attention.h"
 
 namespace herd::cuda {
 
-// Device scratch of PagedAttention (split-K partial outputs). Grows on demand (a growth waits
-// for the stream first); not thread-safe; one per stream.
+// Device scratch of PagedAttention (split-K partial outputs). Grows on demand (not while the
+// stream is being captured: the first, eager pass of a graph key reaches its size); a grown-out
+// buffer is kept until destruction, since captured graphs may still use it. Not thread-safe;
+// one per stream.
 class AttentionScratch {
  public:
   AttentionScratch() = default;
@@ -30,6 +33,7 @@ class AttentionScratch {
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::vector<void*> retired_;
 };
 
 // k, v: [n_tokens, n_kv_heads * head_dim] float, device. Writes each token's vectors into its
@@ -39,7 +43,14 @@ class AttentionScratch {
 void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v,
              cudaStream_t stream);
 
-// q: [n_tokens, n_heads * head_dim] -> out: [n_tokens, n_heads * head_dim] float, device.
+// Rope(q: [n_tokens, n_heads, head_dim]) and Rope(k: [n_tokens, n_kv_heads, head_dim]) in place
+// (ops_cuda.h: Rope), then StoreKv(k, v): one launch, the same results as the three calls.
+// positions: [n_tokens] device (uploaded, not written by kernels), inv_freq: [n_rot / 2].
+void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
+                 const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot, cudaStream_t stream);
+
+// q: [n_tokens, n_heads * head_dim] -> out: [n_tokens, n_heads * head_dim] float, device (out
+// 16-byte aligned).
 // out[t, h] = softmax(q[t, h] · K[0..pos[t]]ᵀ * scale) · V[0..pos[t]] of the token's own sequence;
 // query head h reads kv head h / (n_heads / n_kv_heads). head_dim: 64 and 128 have tuned kernels;
 // any multiple of 16 up to 256 works (Q8_0: multiple of 32).
@@ -47,10 +58,23 @@ void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float*
 // the batch are not the next/previous positions of its sequence (decode) is one work item with
 // its query heads of one kv head together (GQA: K/V read once for the group); runs of
 // consecutive positions (prefill) are cut into items of up to 16 query rows (tokens × heads).
-// Long contexts are split across up to 32 CTAs per item (flash-decoding), merged by a second
-// kernel. Softmax is online, in fp32; products in fp32.
+// Long contexts are split across up to 64 CTAs per item (flash-decoding, AttentionSplitPolicy),
+// merged by a second kernel. Softmax is online, in
+// fp32; products in fp32. The batch description (pos, seq, tables) is read before the previous
+// kernel in the stream ends (programmatic dependent launch): it must come from host copies.
 // `num_sms`: the device's multiprocessor count (sizes the split).
 void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads, float scale,
                     float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream);
+
+// How PagedAttention splits contexts (process-wide; benchmarks compare settings, the defaults
+// are the ones measured best on H100, bench/results/cuda-attention-2026-11-22.md): splits per
+// item = min(max_splits, ceil(num_sms * ctas_per_sm / items), ceil(context tiles / min_tiles)),
+// tiles of 32 positions. HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES:MAX_SPLITS sets the initial policy.
+struct AttentionSplitPolicy {
+  int ctas_per_sm = 12;
+  int min_tiles = 1;
+  int max_splits = 64;  // at most 64 (kMaxSplits)
+};
+void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 
 }  // namespace herd::cuda

@@ -7,7 +7,10 @@
 // dominate the short calls). Bandwidth and TFLOP/s are from the graph time: the K/V bytes that
 // must be read (context × kv heads × vector bytes × 2) and the causal QK and PV products. Caches smaller than 512 MiB
 // are replicated and the runs rotate over the copies so that L2 (50 MB) holds none of them.
-//   herd_cuda_attention_bench [--kv f16,q8_0,f32] [--quick]
+//   herd_cuda_attention_bench [--kv f16,q8_0,f32] [--quick] [--shape 8b|1b]
+//                             [--cases SEQS:CTX:NEW,...] [--policy CTAS_PER_SM:MIN_TILES[:MAX_SPLITS]]
+// --shape 1b: llama-3.2-1B attention (32 query heads, 8 kv heads, head_dim 64). --policy sets
+// AttentionSplitPolicy (attention_cuda.h) for A/B runs of the split choice.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
@@ -203,10 +206,29 @@ int main(int argc, char** argv) {
   using namespace herd;
   std::vector<DType> types = {DType::kF16, DType::kQ8_0};
   bool quick = false;
+  cuda::Shape shape;
+  std::vector<cuda::Case> custom;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
       quick = true;
+    } else if (a == "--shape" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v == "1b") shape.head_dim = 64;
+    } else if (a == "--policy" && i + 1 < argc) {
+      cuda::AttentionSplitPolicy p;
+      if (std::sscanf(argv[++i], "%d:%d:%d", &p.ctas_per_sm, &p.min_tiles, &p.max_splits) < 2) return 2;
+      cuda::SetAttentionSplitPolicy(p);
+    } else if (a == "--cases" && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (size_t pos = 0; pos < list.size();) {
+        size_t end = list.find(',', pos);
+        if (end == std::string::npos) end = list.size();
+        cuda::Case c{};
+        if (std::sscanf(list.substr(pos, end - pos).c_str(), "%d:%d:%d", &c.n_seqs, &c.ctx, &c.n_new) != 3) return 2;
+        custom.push_back(c);
+        pos = end + 1;
+      }
     } else if (a == "--kv" && i + 1 < argc) {
       types.clear();
       const std::string list = argv[++i];
@@ -214,7 +236,10 @@ int main(int argc, char** argv) {
       if (list.find("q8_0") != std::string::npos) types.push_back(DType::kQ8_0);
       if (list.find("f32") != std::string::npos) types.push_back(DType::kF32);
     } else {
-      std::fprintf(stderr, "usage: %s [--kv f16,q8_0,f32] [--quick]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--kv f16,q8_0,f32] [--quick] [--shape 8b|1b] [--cases SEQS:CTX:NEW,...] "
+                   "[--policy CTAS_PER_SM:MIN_TILES[:MAX_SPLITS]]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -225,13 +250,14 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   HERD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("%s, %d SMs; shape 32 q heads / 8 kv heads / head_dim 128, block 16\n", prop.name,
-              prop.multiProcessorCount);
-  std::vector<cuda::Case> cases = {{128, 512, 1}, {128, 2048, 1}, {1, 2048, 1},  {1, 8192, 1},
-                                   {32, 4096, 1}, {1, 512, 512},  {1, 2048, 512}};
+  std::printf("%s, %d SMs; shape %d q heads / %d kv heads / head_dim %d, block %d\n", prop.name,
+              prop.multiProcessorCount, shape.n_heads, shape.n_kv, shape.head_dim, shape.block_size);
+  std::vector<cuda::Case> cases = {{128, 512, 1}, {128, 2048, 1}, {1, 512, 1},   {1, 2048, 1},
+                                   {1, 8192, 1},  {32, 4096, 1},  {1, 512, 512}, {1, 2048, 512}};
   if (quick) cases = {{128, 512, 1}, {128, 2048, 1}};
+  if (!custom.empty()) cases = custom;
   for (DType t : types) {
-    for (const auto& c : cases) cuda::Run(cuda::Shape{}, t, c, prop.multiProcessorCount);
+    for (const auto& c : cases) cuda::Run(shape, t, c, prop.multiProcessorCount);
   }
   return 0;
 }

@@ -18,6 +18,8 @@
 // Swept over KV type F16/F32/Q8_0 × head_dim 64/128 × GQA group 1/4/8 × block size 16/32, plus
 // group 20 (head chunks) and head_dim 80/96 (generic kernel). HERD_CUDA_TEST_QUICK=1 runs a
 // subset (for compute-sanitizer).
+#include "kernels/cuda/attention_cuda.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +35,7 @@
 #include "base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/ops.h"
 
 namespace herd::cuda {
 namespace {
@@ -183,7 +186,8 @@ class CudaAttentionTest : public CudaBackendTest {
       const double e = RelError(got.data() + r * cfg.head_dim, want.data() + r * cfg.head_dim, cfg.head_dim);
       if (tc && run) {
         worst_tc = std::isnan(e) || e > worst_tc ? e : worst_tc;
-        if (!(e <= 4e-3)) ADD_FAILURE() << "tensor-core row " << r << " (token " << tk << ", pos " << pos[tk] << ") error " << e;
+        if (!(e <= 4e-3))
+          ADD_FAILURE() << "tensor-core row " << r << " (token " << tk << ", pos " << pos[tk] << ") error " << e;
         continue;
       }
       if (!(e <= worst)) {
@@ -245,6 +249,77 @@ TEST_F(CudaAttentionTest, LargeGroupsAndOtherHeadDims) {
     RunCase(Config{DType::kQ8_0, 96, 2, 32}, b, seed++);
     if (Quick()) break;
     RunCase(Config{DType::kF32, 96, 1, 16}, b, seed++);
+  }
+}
+
+// The split policy does not change results beyond rounding: fewer / more splits per item (up to
+// 64 partials, splits of one tile each), on long single decodes and the mixed batch.
+TEST_F(CudaAttentionTest, SplitPoliciesAgree) {
+  uint32_t seed = 900;
+  const std::vector<BatchSpec> batches = {
+      {"decode_2100", {{2100, 1}}}, {"decode_600_x3", {{600, 1}, {90, 1}, {1, 1}}}, Batches().back()};
+  for (const AttentionSplitPolicy policy : {AttentionSplitPolicy{12, 1, 64}, AttentionSplitPolicy{12, 2, 32},
+                                            AttentionSplitPolicy{1, 4, 32}, AttentionSplitPolicy{64, 1, 64}}) {
+    SetAttentionSplitPolicy(policy);
+    for (const BatchSpec& b : batches) {
+      SCOPED_TRACE("policy " + std::to_string(policy.ctas_per_sm) + "/" + std::to_string(policy.min_tiles) + "/" +
+                   std::to_string(policy.max_splits));
+      RunCase(Config{DType::kF16, 128, 4, 16}, b, seed++);
+      RunCase(Config{DType::kQ8_0, 64, 8, 16}, b, seed++);
+    }
+  }
+  SetAttentionSplitPolicy(AttentionSplitPolicy{});
+}
+
+// RopeStoreKv (one kernel) against Rope, Rope and StoreKv of the same backend: q, k and both
+// caches bit-identical. Batch: a decode token (position 37 of a 3-block sequence) and a
+// 5-token chunk of another sequence.
+TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
+  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+    for (int32_t hd : {64, 128}) {
+      for (int32_t n_rot : {hd, hd / 2}) {
+        SCOPED_TRACE(std::string(DTypeName(type)) + " hd" + std::to_string(hd) + " n_rot" + std::to_string(n_rot));
+        KvLayerView a;
+        a.type = type;
+        a.n_blocks = 8;
+        a.block_size = 16;
+        a.n_kv_heads = 2;
+        a.head_dim = hd;
+        const size_t cache_bytes = size_t{8} * 16 * 2 * KvVectorBytes(type, hd);
+        std::vector<uint8_t> init(cache_bytes, 0x3c);
+        a.k = Upload(init);
+        a.v = Upload(init);
+        KvLayerView b = a;
+        b.k = Upload(init);
+        b.v = Upload(init);
+        const std::vector<int32_t> pos = {37, 3, 4, 5, 6, 7}, seq = {0, 1, 1, 1, 1, 1};
+        const std::vector<int32_t> flat = {5, 2, 7, 0}, lens = {3, 1};
+        const int32_t* dflat = Upload(flat);
+        const std::vector<const int32_t*> ptrs = {dflat, dflat + 3};
+        const int32_t* dpos = Upload(pos);
+        const AttentionBatch batch{6, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
+        const int32_t n_heads = 8;
+        const auto q = RandomNormal(6 * n_heads * hd, 71 + hd + n_rot, 2.f);
+        const auto k = RandomNormal(6 * 2 * hd, 72 + hd + n_rot, 2.f);
+        const auto v = RandomNormal(6 * 2 * hd, 73 + hd + n_rot);
+        std::vector<float> inv(static_cast<size_t>(n_rot / 2));
+        RopeInverseFrequencies(RopeParams{n_rot, 500000.f, 1.f, nullptr}, inv.data());
+        const float* dinv = Upload(inv);
+        const float* dv = Upload(v);
+        float *qa = Upload(q), *ka = Upload(k), *qb = Upload(q), *kb = Upload(k);
+        backend_->Rope(qa, 6, n_heads, hd, dpos, dinv, n_rot);
+        backend_->Rope(ka, 6, 2, hd, dpos, dinv, n_rot);
+        backend_->StoreKv(a, batch, ka, dv);
+        backend_->RopeStoreKv(b, batch, qb, n_heads, kb, dv, dpos, dinv, n_rot);
+        EXPECT_EQ(Download(qa, q.size()), Download(qb, q.size()));
+        EXPECT_EQ(Download(ka, k.size()), Download(kb, k.size()));
+        EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.k), cache_bytes),
+                               Download(static_cast<const uint8_t*>(b.k), cache_bytes)));
+        EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.v), cache_bytes),
+                               Download(static_cast<const uint8_t*>(b.v), cache_bytes)));
+        EXPECT_NE(Download(qa, q.size()), q);  // something was rotated
+      }
+    }
   }
 }
 

@@ -12,8 +12,8 @@ constexpr int kThreads = 128;         // 4 warps per CTA
 constexpr int kTile = 32;             // KV positions per tile (one per lane in the softmax)
 constexpr int kItemRows = 16;         // query rows (tokens × heads of one kv head) per work item, at most
 constexpr int kMaxHeadDim = 256;      // generic kernel limit
-constexpr int kMaxSplits = 32;        // split-K CTAs per work item, at most
-constexpr int kMinTilesPerSplit = 2;  // a split covers at least this many tiles (64 positions)
+constexpr int kMaxSplits = 64;        // split-K CTAs per work item, at most
+constexpr int kMinTilesPerSplit = 2;  // tensor-core prefill: a split covers at least this many tiles
 constexpr int kStages = 3;            // K/V tiles in shared memory: one computed, two in flight
 
 enum class KvKind { kF16, kF32, kQ8_0 };
@@ -21,7 +21,9 @@ enum class KvKind { kF16, kF32, kQ8_0 };
 // Everything the kernel needs; pointers are device memory. Grid: one CTA per
 // (token, head chunk, split, kv head), kv head fastest: blockIdx.x =
 // ((t * head_chunks + hc) * s_max + s) * n_kv_heads + kvh. CTAs whose token does not start a
-// work item, or whose split is beyond the item's split count, exit at once.
+// work item, or whose split is beyond the item's split count, exit at once. An item's splits:
+// ns = min(s_max, ceil(tiles / min_tiles)) ranges of whole tiles (SIMT kernels), merged by the
+// merge kernel.
 struct Params {
   const uint8_t* k;
   const uint8_t* v;
@@ -38,6 +40,7 @@ struct Params {
   int32_t group;        // n_heads / n_kv_heads
   int32_t head_chunks;  // ceil(group / kItemRows)
   int32_t s_max;        // splits per item at most (grid dimension)
+  int32_t min_tiles;    // SIMT kernels: tiles per split at least
   float scale_log2;     // scale * log2(e): scores are kept in the exp2 domain
   const float* q;
   float* out;

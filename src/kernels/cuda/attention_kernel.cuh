@@ -11,6 +11,8 @@
 //   3. online softmax, one warp per row, one lane per position (causal mask per row);
 //   4. acc = acc * rescale + P · V, each thread owning (row, dim) outputs.
 // The epilogue writes the output (one split) or the normalised partial and (max, sum).
+// Launched with programmatic dependent launch: the CTA's coordinates, split and first tiles'
+// slot offsets come from the uploaded batch description and are computed before PdlWait().
 #pragma once
 
 #include <cuda_fp16.h>
@@ -21,6 +23,7 @@
 
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
 
 namespace herd::cuda::attn {
 
@@ -153,11 +156,10 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   const int rows = len * nh;
   const int ctx = pos0 + len;  // positions [0, ctx) are attended (causally per row)
   const int n_tiles = (ctx + kTile - 1) / kTile;
-  int ns = (n_tiles + kMinTilesPerSplit - 1) / kMinTilesPerSplit;
+  int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;
   ns = ns < p.s_max ? ns : p.s_max;
   const int tps = (n_tiles + ns - 1) / ns;
   ns = (n_tiles + tps - 1) / tps;
-  if (p.nsplit != nullptr && leader && tid < len) p.nsplit[t + tid] = ns;
   if (split >= ns) return;
   const int tile_begin = split * tps;
   const int tile_end = min(n_tiles, tile_begin + tps);
@@ -185,28 +187,39 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     const int in_block = pp - lb * p.block_size;
     return ((static_cast<int64_t>(table[lb]) * p.block_size + in_block) * p.n_kv_heads + kvh) * vec + c * copy;
   };
-  // Queues the copies of tile `tile` into stage `st` (the caller commits the group).
-  auto issue = [&](int tile, int st) {
+  // Byte offsets of this thread's copies of tile `tile` (-1: past the context). HD > 0 only.
+  constexpr int kC = kCpr > 0 ? kCpr : 1;
+  constexpr int kIters = (kTile * kC + kThreads - 1) / kThreads;
+  auto offsets = [&](int tile, int64_t* off) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = tid + it * kThreads, j = idx / kC, c = idx - j * kC;
+      const int pp = tile * kTile + j;
+      off[it] = idx < kTile * kC && pp < ctx ? slot_offset(pp, c) : -1;
+    }
+  };
+  // Queues the copies of a tile (offsets from `offsets`) into stage `st`. HD > 0 only.
+  auto copies = [&](const int64_t* off, int st) {
     uint8_t* kd = smem + st * stage_bytes;
     uint8_t* vd = kd + kTile * pitch;
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int idx = tid + it * kThreads, j = idx / kC, c = idx - j * kC;
+      if (idx < kTile * kC) {
+        CopyAsync(kd + j * pitch + c * copy, p.k + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
+        CopyAsync(vd + j * vpitch + c * copy, p.v + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
+      }
+    }
+  };
+  // Queues the copies of tile `tile` into stage `st` (the caller commits the group).
+  auto issue = [&](int tile, int st) {
     if constexpr (HD > 0) {
-      constexpr int kIters = (kTile * kCpr + kThreads - 1) / kThreads;
       int64_t off[kIters];
-#pragma unroll
-      for (int it = 0; it < kIters; ++it) {
-        const int idx = tid + it * kThreads, j = idx / kCpr, c = idx - j * kCpr;
-        const int pp = tile * kTile + j;
-        off[it] = idx < kTile * kCpr && pp < ctx ? slot_offset(pp, c) : -1;
-      }
-#pragma unroll
-      for (int it = 0; it < kIters; ++it) {
-        const int idx = tid + it * kThreads, j = idx / kCpr, c = idx - j * kCpr;
-        if (idx < kTile * kCpr) {
-          CopyAsync(kd + j * pitch + c * copy, p.k + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
-          CopyAsync(vd + j * vpitch + c * copy, p.v + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
-        }
-      }
+      offsets(tile, off);
+      copies(off, st);
     } else {
+      uint8_t* kd = smem + st * stage_bytes;
+      uint8_t* vd = kd + kTile * pitch;
       for (int idx = tid; idx < kTile * cpr; idx += kThreads) {
         const int j = idx / cpr, c = idx - j * cpr;
         const int pp = tile * kTile + j;
@@ -216,11 +229,29 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
       }
     }
   };
+  // The first tiles: slot offsets from the block table before waiting for the previous kernel
+  // (it may still write this step's K/V and q), copies after.
+  if constexpr (HD > 0) {
+    int64_t off[kStages - 1][kIters];
 #pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) {
-    if (tile_begin + st < tile_end) issue(tile_begin + st, st);
-    CommitGroup();
+    for (int st = 0; st < kStages - 1; ++st) {
+      if (tile_begin + st < tile_end) offsets(tile_begin + st, off[st]);
+    }
+    PdlWait();
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+      if (tile_begin + st < tile_end) copies(off[st], st);
+      CommitGroup();
+    }
+  } else {
+    PdlWait();
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+      if (tile_begin + st < tile_end) issue(tile_begin + st, st);
+      CommitGroup();
+    }
   }
+  if (p.nsplit != nullptr && leader && tid < len) p.nsplit[t + tid] = ns;
   for (int i = tid; i < RM * hd; i += kThreads) {
     const int r = i / hd, d = i - r * hd;
     float x = 0.f;
@@ -373,6 +404,7 @@ struct Cta {
 template <KvKind T, int HD, int RS>
 __global__ void __launch_bounds__(kThreads) DecodeKernel(const Params p) {
   extern __shared__ float4 smem4[];
+  PdlTrigger();
   const Cta c(p);
   if (c.has_prev || c.has_next) return;
   RunItem<T, HD, RS>(p, reinterpret_cast<uint8_t*>(smem4), c.t, 1, c.pos, c.h0, c.nh, c.kvh, c.split, c.leader);
@@ -383,6 +415,7 @@ __global__ void __launch_bounds__(kThreads) DecodeKernel(const Params p) {
 template <KvKind T, int HD>
 __global__ void __launch_bounds__(kThreads) PrefillKernel(const Params p) {
   extern __shared__ float4 smem4[];
+  PdlTrigger();
   const Cta c(p);
   if (!c.has_prev && !c.has_next) return;
   const int run_cap = p.group >= kItemRows ? 1 : kItemRows / p.group;
@@ -412,8 +445,7 @@ void LaunchKernel(Kernel kernel, int rm, std::atomic<uint64_t>& raised, const Pa
     HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
     raised.fetch_or(bit);
   }
-  kernel<<<grid, kThreads, smem, stream>>>(p);
-  HERD_CUDA_CHECK_LAUNCH();
+  LaunchPdl(kernel, grid, kThreads, smem, stream, p);
 }
 
 template <KvKind T, int HD>

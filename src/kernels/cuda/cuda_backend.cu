@@ -10,8 +10,15 @@
 // stays ordered with the ops, without waiting for the GPU. The arena is recycled at
 // Synchronize() (all copies done); it is bounded: past kStagingLimit bytes between
 // synchronisations the backend synchronises by itself.
+// Device-to-host copies of kPinnedD2hMin..kPinnedD2hMax bytes (a decode step's logits) land in a
+// pinned buffer in up to kD2hChunks pieces, each copied out while the next one is in flight
+// (a pageable destination would make the driver stage the copy itself, more slowly);
+// HERD_CUDA_PINNED_D2H=0 copies straight into the destination.
+// Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each; HERD_CUDA_FUSE=0 runs the unfused
+// ops instead (A/B runs).
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -37,6 +44,14 @@ namespace {
 constexpr size_t kStagingLimit = size_t{256} << 20;  // pinned bytes queued between synchronisations
 constexpr size_t kStagingChunk = size_t{4} << 20;    // first arena chunk
 constexpr size_t kDirectCopy = size_t{64} << 20;     // larger host copies: direct, then wait
+constexpr size_t kPinnedD2hMin = size_t{64} << 10;   // smaller device-to-host copies: direct
+constexpr size_t kPinnedD2hMax = size_t{16} << 20;   // larger ones: direct (bulk, not latency)
+constexpr int kD2hChunks = 4;
+
+bool EnvOn(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::strcmp(e, "0") != 0;
+}
 
 size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -55,6 +70,10 @@ class CudaBackend final : public Backend {
     scratch_.reset();
     for (auto& [key, view] : weights_) cudaFree(view.data);
     for (Chunk& c : staging_) cudaFreeHost(c.data);
+    if (d2h_ != nullptr) cudaFreeHost(d2h_);
+    for (cudaEvent_t e : d2h_events_) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
     cudaStreamDestroy(stream_);
   }
 
@@ -105,6 +124,7 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return;
     Bind();
     // Ordered after every queued op, so it is also correct without a prior Synchronize().
+    if (pinned_d2h_ && bytes >= kPinnedD2hMin && bytes <= kPinnedD2hMax) return CopyToHostPinned(dst, src, bytes);
     HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -242,6 +262,20 @@ class CudaBackend final : public Backend {
     Bind();
     cuda::GatherRows(x, rows, n, n_cols, out, stream_);
   }
+  void AddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
+                  float* out) override {
+    if (replaying_) return;
+    if (!fuse_) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
+    Bind();
+    cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
+  }
+  void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
+                   const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) override {
+    if (replaying_) return;
+    if (!fuse_) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
+    Bind();
+    cuda::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot, stream_);
+  }
 
  private:
   struct Graph {
@@ -264,6 +298,32 @@ class CudaBackend final : public Backend {
     int current = -1;
     HERD_CUDA_CHECK(cudaGetDevice(&current));
     if (current != device_) HERD_CUDA_CHECK(cudaSetDevice(device_));
+  }
+
+  // CopyToHost through the pinned buffer d2h_: chunk i's DMA is queued with all the others, then
+  // each chunk is copied out as soon as its event completes.
+  void CopyToHostPinned(void* dst, const void* src, size_t bytes) {
+    if (bytes > d2h_bytes_) {
+      if (d2h_ != nullptr) HERD_CUDA_CHECK(cudaFreeHost(d2h_));
+      HERD_CUDA_CHECK(cudaMallocHost(&d2h_, bytes));
+      d2h_bytes_ = bytes;
+    }
+    if (d2h_events_[0] == nullptr) {
+      for (cudaEvent_t& e : d2h_events_) HERD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+    const size_t chunk = RoundUp((bytes + kD2hChunks - 1) / kD2hChunks, 4096);
+    int n = 0;
+    for (size_t off = 0; off < bytes; off += chunk, ++n) {
+      HERD_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(d2h_) + off, static_cast<const uint8_t*>(src) + off,
+                                      std::min(chunk, bytes - off), cudaMemcpyDeviceToHost, stream_));
+      HERD_CUDA_CHECK(cudaEventRecord(d2h_events_[n], stream_));
+    }
+    n = 0;
+    for (size_t off = 0; off < bytes; off += chunk, ++n) {
+      HERD_CUDA_CHECK(cudaEventSynchronize(d2h_events_[n]));
+      std::memcpy(static_cast<uint8_t*>(dst) + off, static_cast<const uint8_t*>(d2h_) + off,
+                  std::min(chunk, bytes - off));
+    }
   }
 
   // Pinned host space for `bytes` that stays untouched until the next RecycleStaging().
@@ -311,10 +371,12 @@ class CudaBackend final : public Backend {
   std::map<std::tuple<const void*, int, int64_t, int64_t, int64_t, int64_t>, TensorView> weights_;
   std::vector<Chunk> staging_;
   size_t staged_bytes_ = 0;
-  const bool graphs_enabled_ = [] {
-    const char* e = std::getenv("HERD_CUDA_GRAPHS");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");
+  const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
+  const bool pinned_d2h_ = EnvOn("HERD_CUDA_PINNED_D2H");
+  void* d2h_ = nullptr;  // pinned, d2h_bytes_
+  size_t d2h_bytes_ = 0;
+  cudaEvent_t d2h_events_[kD2hChunks] = {};
   std::unordered_map<uint64_t, Graph> graphs_;
   Graph* current_ = nullptr;  // between BeginGraph and EndGraph
   bool capturing_ = false;

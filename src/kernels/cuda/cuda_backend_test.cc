@@ -125,24 +125,22 @@ TEST_F(CudaOpsTest, RmsNormMatchesReference) {
 
 TEST_F(CudaOpsTest, AddRmsNormFusedMatchesReference) {
   for (int64_t rows : {1, 3, 130}) {
-    for (int64_t cols : {1, 7, 64, 4096, 4097}) {
-      auto x = RandomNormal(rows * cols, 3 + rows, 1.5f);
-      const auto y = RandomNormal(rows * cols, 4 + cols);
-      const auto w = RandomNormal(cols, 5);
-      float* dx = Upload(x);
-      const float* dy = Upload(y);
-      const float* dw = Upload(w);
-      float* out = Poisoned<float>(x.size());
-      ref::Add(x.data(), y.data(), rows * cols);
-      std::vector<float> want(x.size());
-      ref::RmsNorm(x.data(), w.data(), 1e-6f, rows, cols, want.data());
-      backend_->Synchronize();
-      cuda::AddRmsNorm(dx, dy, dw, 1e-6f, rows, cols, out, nullptr);  // legacy stream: after the sync above
-      HERD_CUDA_CHECK(cudaDeviceSynchronize());
-      const auto got_x = Download(dx, x.size());
-      EXPECT_EQ(got_x, x) << rows << "x" << cols;  // the same float additions
-      const auto got = Download(out, x.size());
-      EXPECT_LE(RelError(got.data(), want.data(), got.size()), 1e-6) << rows << "x" << cols;
+    for (int64_t cols : {1, 7, 64, 2048, 4097}) {
+      for (bool out_is_y : {false, true}) {  // the model writes the norm over the residual input
+        auto x = RandomNormal(rows * cols, 3 + rows, 1.5f);
+        const auto y = RandomNormal(rows * cols, 4 + cols);
+        const auto w = RandomNormal(cols, 5);
+        float* dx = Upload(x);
+        float* dy = Upload(y);
+        float* out = out_is_y ? dy : Poisoned<float>(x.size());
+        ref::Add(x.data(), y.data(), rows * cols);
+        std::vector<float> want(x.size());
+        ref::RmsNorm(x.data(), w.data(), 1e-6f, rows, cols, want.data());
+        backend_->AddRmsNorm(dx, dy, Upload(w), 1e-6f, rows, cols, out);
+        EXPECT_EQ(Download(dx, x.size()), x) << rows << "x" << cols;  // the same float additions
+        const auto got = Download(out, x.size());
+        EXPECT_LE(RelError(got.data(), want.data(), got.size()), 1e-6) << rows << "x" << cols << " " << out_is_y;
+      }
     }
   }
 }

@@ -1,10 +1,16 @@
 // Element-wise ops (ops_cuda.h). All are memory-bound: 16-byte accesses where the shape and the
 // pointers allow (n_cols % 4 == 0, 16-byte aligned), scalar code otherwise. Norms: one CTA per row.
+// Every kernel is launched with programmatic dependent launch (launch_pdl.cuh): it lets its
+// successor launch at entry and waits for its predecessor before touching activations.
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "base/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/rope_cuda.cuh"
 
 namespace herd::cuda {
 namespace {
@@ -26,9 +32,12 @@ __device__ float BlockSum(float v) {
 }
 
 // One CTA per row. kAdd: x += y first (stored back). kVec: float4 accesses (n_cols % 4 == 0).
+// y is read only before the block-wide sum and out written only after it, so out may alias y.
 template <bool kAdd, bool kVec>
-__global__ void RmsNormKernel(float* x, const float* __restrict__ y, const float* __restrict__ w, float eps,
-                              int64_t n_cols, float* out) {
+__global__ void RmsNormKernel(float* x, const float* y, const float* __restrict__ w, float eps, int64_t n_cols,
+                              float* out) {
+  PdlTrigger();
+  PdlWait();
   const int64_t row = blockIdx.x;
   float* xr = x + row * n_cols;
   float* outr = out + row * n_cols;
@@ -69,9 +78,45 @@ __global__ void RmsNormKernel(float* x, const float* __restrict__ y, const float
   }
 }
 
-int NormThreads(int64_t n_cols) {
+// Rows of at most 2 * blockDim.x float4s: x (and y) and the weight held in registers, the
+// weight loaded before waiting for the previous kernel (weights are not written by kernels).
+// Same sums in the same order as RmsNormKernel<kAdd, true> with the same block size.
+template <bool kAdd>
+__global__ void RmsNormRegKernel(float* x, const float* y, const float* __restrict__ w, float eps, int64_t n_cols,
+                                 float* out) {
+  PdlTrigger();
+  const int n4 = static_cast<int>(n_cols / 4);
+  const int i0 = threadIdx.x, i1 = threadIdx.x + blockDim.x;
+  const bool h0 = i0 < n4, h1 = i1 < n4;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+  const float4 g0 = h0 ? w4[i0] : zero, g1 = h1 ? w4[i1] : zero;
+  PdlWait();
+  const int64_t row = blockIdx.x;
+  float4* x4 = reinterpret_cast<float4*>(x + row * n_cols);
+  float4 a0 = h0 ? x4[i0] : zero, a1 = h1 ? x4[i1] : zero;
+  if constexpr (kAdd) {
+    const float4* y4 = reinterpret_cast<const float4*>(y + row * n_cols);
+    const float4 b0 = h0 ? y4[i0] : zero, b1 = h1 ? y4[i1] : zero;
+    a0.x += b0.x, a0.y += b0.y, a0.z += b0.z, a0.w += b0.w;
+    a1.x += b1.x, a1.y += b1.y, a1.z += b1.z, a1.w += b1.w;
+    if (h0) x4[i0] = a0;
+    if (h1) x4[i1] = a1;
+  }
+  float ss = 0.f;
+  if (h0) ss += a0.x * a0.x + a0.y * a0.y + a0.z * a0.z + a0.w * a0.w;
+  if (h1) ss += a1.x * a1.x + a1.y * a1.y + a1.z * a1.z + a1.w * a1.w;
+  const float scale = rsqrtf(BlockSum(ss) / static_cast<float>(n_cols) + eps);
+  float4* o4 = reinterpret_cast<float4*>(out + row * n_cols);
+  if (h0) o4[i0] = make_float4(a0.x * scale * g0.x, a0.y * scale * g0.y, a0.z * scale * g0.z, a0.w * scale * g0.w);
+  if (h1) o4[i1] = make_float4(a1.x * scale * g1.x, a1.y * scale * g1.y, a1.z * scale * g1.z, a1.w * scale * g1.w);
+}
+
+// Threads for rows of n items (floats or float4s): up to 2 per thread in flight for short rows
+// (a decode step's single row is latency-bound), at most 1024.
+int NormThreads(int64_t n) {
   int t = 32;
-  while (t < 1024 && t * 8 < n_cols) t *= 2;  // ~8+ elements per thread for long rows
+  while (t < 1024 && t * 2 < n) t *= 2;
   return t;
 }
 
@@ -82,43 +127,35 @@ void LaunchNorm(float* x, const float* y, const float* w, float eps, int64_t n_r
   HERD_CHECK(n_cols > 0 && n_rows < (1ll << 31));
   const bool vec = n_cols % 4 == 0 && Aligned16(x) && Aligned16(w) && Aligned16(out) && (!kAdd || Aligned16(y));
   const int threads = NormThreads(vec ? n_cols / 4 : n_cols);
-  if (vec) {
-    RmsNormKernel<kAdd, true><<<static_cast<unsigned>(n_rows), threads, 0, stream>>>(x, y, w, eps, n_cols, out);
+  const auto grid = static_cast<unsigned>(n_rows);
+  if (vec && n_cols / 4 <= 2 * threads) {
+    LaunchPdl(RmsNormRegKernel<kAdd>, grid, threads, 0, stream, x, y, w, eps, n_cols, out);
+  } else if (vec) {
+    LaunchPdl(RmsNormKernel<kAdd, true>, grid, threads, 0, stream, x, y, w, eps, n_cols, out);
   } else {
-    RmsNormKernel<kAdd, false><<<static_cast<unsigned>(n_rows), threads, 0, stream>>>(x, y, w, eps, n_cols, out);
+    LaunchPdl(RmsNormKernel<kAdd, false>, grid, threads, 0, stream, x, y, w, eps, n_cols, out);
   }
-  HERD_CUDA_CHECK_LAUNCH();
 }
 
 // One CTA per token: the n_rot / 2 (cos, sin) pairs are computed once (double, as the reference)
-// into shared memory, then applied to every head.
+// into shared memory, before waiting for the previous kernel (positions and inv_freq are not
+// written by kernels), then applied to every head.
 __global__ void RopeKernel(float* x, int64_t n_heads, int64_t head_dim, const int32_t* __restrict__ positions,
                            const float* __restrict__ inv_freq, int32_t half) {
   extern __shared__ float cs[];  // [half] cos, then [half] sin
+  PdlTrigger();
   const int64_t t = blockIdx.x;
-  const double p = static_cast<double>(positions[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    double s, c;
-    sincos(p * static_cast<double>(inv_freq[i]), &s, &c);
-    cs[i] = static_cast<float>(c);
-    cs[half + i] = static_cast<float>(s);
-  }
+  RopeAngles(positions[t], inv_freq, half, cs);
   __syncthreads();
-  float* xt = x + t * n_heads * head_dim;
-  const int64_t n_pairs = n_heads * half;
-  for (int64_t k = threadIdx.x; k < n_pairs; k += blockDim.x) {
-    const int64_t h = k / half;
-    const int i = static_cast<int>(k - h * half);
-    float2* v = reinterpret_cast<float2*>(xt + h * head_dim) + i;  // head_dim is even: 8-byte aligned
-    const float2 a = *v;
-    const float c = cs[i], s = cs[half + i];
-    *v = make_float2(a.x * c - a.y * s, a.x * s + a.y * c);
-  }
+  PdlWait();
+  RopeRotate(x + t * n_heads * head_dim, n_heads, head_dim, half, cs);
 }
 
 __device__ __forceinline__ float Silu(float g) { return g / (1.0f + expf(-g)); }
 
 __global__ void SwiGluVec(const float4* gate, const float4* up, float4* out, int64_t n4) {
+  PdlTrigger();
+  PdlWait();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n4;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float4 g = gate[i], u = up[i];
@@ -127,6 +164,8 @@ __global__ void SwiGluVec(const float4* gate, const float4* up, float4* out, int
 }
 
 __global__ void SwiGluScalar(const float* gate, const float* up, float* out, int64_t n) {
+  PdlTrigger();
+  PdlWait();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     out[i] = Silu(gate[i]) * up[i];
@@ -134,6 +173,8 @@ __global__ void SwiGluScalar(const float* gate, const float* up, float* out, int
 }
 
 __global__ void AddVec(float4* x, const float4* __restrict__ y, int64_t n4) {
+  PdlTrigger();
+  PdlWait();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n4;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float4 a = x[i];
@@ -144,6 +185,8 @@ __global__ void AddVec(float4* x, const float4* __restrict__ y, int64_t n4) {
 }
 
 __global__ void AddScalar(float* x, const float* __restrict__ y, int64_t n) {
+  PdlTrigger();
+  PdlWait();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     x[i] += y[i];
@@ -154,6 +197,8 @@ __global__ void AddScalar(float* x, const float* __restrict__ y, int64_t n) {
 template <bool kVec>
 __global__ void GatherRowsKernel(const float* __restrict__ x, const int32_t* __restrict__ rows, int64_t n_cols,
                                  float* __restrict__ out) {
+  PdlTrigger();
+  PdlWait();
   const int64_t i = blockIdx.x;
   const float* src = x + static_cast<int64_t>(rows[i]) * n_cols;
   float* dst = out + i * n_cols;
@@ -172,6 +217,14 @@ unsigned ElementwiseBlocks(int64_t n, int threads) {
 }
 
 }  // namespace
+
+bool PdlEnabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("HERD_CUDA_PDL");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return enabled;
+}
 
 cudaError_t ProbeKernels() {
   cudaFuncAttributes attr{};
@@ -195,34 +248,30 @@ void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int3
   const int32_t half = n_rot / 2;
   const int64_t pairs = n_heads * half;
   const int threads = pairs >= 256 ? 256 : (pairs >= 128 ? 128 : 64);
-  RopeKernel<<<static_cast<unsigned>(n_tok), threads, sizeof(float) * 2 * half, stream>>>(x, n_heads, head_dim,
-                                                                                          positions, inv_freq, half);
-  HERD_CUDA_CHECK_LAUNCH();
+  LaunchPdl(RopeKernel, static_cast<unsigned>(n_tok), threads, sizeof(float) * 2 * half, stream, x, n_heads, head_dim,
+            positions, inv_freq, half);
 }
 
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   constexpr int kThreads = 256;
   if (n % 4 == 0 && Aligned16(gate) && Aligned16(up) && Aligned16(out)) {
-    SwiGluVec<<<ElementwiseBlocks(n / 4, kThreads), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(gate),
-                                                                           reinterpret_cast<const float4*>(up),
-                                                                           reinterpret_cast<float4*>(out), n / 4);
+    LaunchPdl(SwiGluVec, ElementwiseBlocks(n / 4, kThreads), kThreads, 0, stream, reinterpret_cast<const float4*>(gate),
+              reinterpret_cast<const float4*>(up), reinterpret_cast<float4*>(out), n / 4);
   } else {
-    SwiGluScalar<<<ElementwiseBlocks(n, kThreads), kThreads, 0, stream>>>(gate, up, out, n);
+    LaunchPdl(SwiGluScalar, ElementwiseBlocks(n, kThreads), kThreads, 0, stream, gate, up, out, n);
   }
-  HERD_CUDA_CHECK_LAUNCH();
 }
 
 void Add(float* x, const float* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
   constexpr int kThreads = 256;
   if (n % 4 == 0 && Aligned16(x) && Aligned16(y)) {
-    AddVec<<<ElementwiseBlocks(n / 4, kThreads), kThreads, 0, stream>>>(reinterpret_cast<float4*>(x),
-                                                                        reinterpret_cast<const float4*>(y), n / 4);
+    LaunchPdl(AddVec, ElementwiseBlocks(n / 4, kThreads), kThreads, 0, stream, reinterpret_cast<float4*>(x),
+              reinterpret_cast<const float4*>(y), n / 4);
   } else {
-    AddScalar<<<ElementwiseBlocks(n, kThreads), kThreads, 0, stream>>>(x, y, n);
+    LaunchPdl(AddScalar, ElementwiseBlocks(n, kThreads), kThreads, 0, stream, x, y, n);
   }
-  HERD_CUDA_CHECK_LAUNCH();
 }
 
 void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out, cudaStream_t stream) {
@@ -231,11 +280,10 @@ void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, 
   const bool vec = n_cols % 4 == 0 && Aligned16(x) && Aligned16(out);
   const int threads = NormThreads(vec ? n_cols / 4 : n_cols);
   if (vec) {
-    GatherRowsKernel<true><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, rows, n_cols, out);
+    LaunchPdl(GatherRowsKernel<true>, static_cast<unsigned>(n), threads, 0, stream, x, rows, n_cols, out);
   } else {
-    GatherRowsKernel<false><<<static_cast<unsigned>(n), threads, 0, stream>>>(x, rows, n_cols, out);
+    LaunchPdl(GatherRowsKernel<false>, static_cast<unsigned>(n), threads, 0, stream, x, rows, n_cols, out);
   }
-  HERD_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace herd::cuda

@@ -1,6 +1,9 @@
 // Element-wise and normalisation ops on the GPU, with the semantics of the reference ops in
 // kernels/ops.h (herd::ref). Every pointer is device memory; every call only queues work on
 // `stream` (no host synchronisation). Shapes are [rows, cols] with cols contiguous.
+// The kernels are launched with programmatic dependent launch (launch_pdl.cuh); index inputs
+// (positions, rows) and inv_freq are read before the previous kernel ends, so they must come
+// from host copies (CopyToDevice), not from kernels of the same stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,7 +18,7 @@ void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int
              cudaStream_t stream);
 
 // Fused residual add + RmsNorm: x[r, :] += y[r, :], then out[r, :] = RmsNorm(x[r, :]) (x updated
-// in place). One pass over x instead of three. out must not alias x or y.
+// in place; the same float additions as Add). One launch instead of two. out may alias y, not x.
 void AddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols, float* out,
                 cudaStream_t stream);
 

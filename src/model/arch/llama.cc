@@ -8,8 +8,10 @@
 //   x += a·Woᵀ;  h = rms_norm(x) * ffn_norm;  x += (silu(h·Wgᵀ) * (h·Wuᵀ))·Wdᵀ
 // then logits = rms_norm(x[rows]) * output_norm · Woutᵀ.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "base/check.h"
 #include "io/gguf.h"
 #include "model/arch/architectures.h"
 #include "model/model.h"
@@ -115,12 +117,19 @@ class LlamaModel final : public Model {
     int64_t out_capacity = 0;  // logit rows
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
     float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
-    int32_t *tokens = nullptr, *pos = nullptr, *seq = nullptr, *logit_rows = nullptr;
-    int32_t* tables = nullptr;  // flattened block tables
-    int64_t tables_capacity = 0;
-    const int32_t** table_ptrs = nullptr;  // [n_seqs]
-    int32_t* table_lens = nullptr;         // [n_seqs]
-    int64_t seqs_capacity = 0;
+    // The batch description, uploaded by one copy per pass into `batch` (device, batch_bytes),
+    // packed as [table_ptrs: seqs_capacity][table_lens: seqs_capacity][tokens, pos, seq: T each]
+    // [logit_rows: n_out][block tables: as many entries as the batch has]. Every address a graph
+    // captures depends only on the capacities (generation), T and n_out (graph key); the block
+    // tables are reached through table_ptrs, which are data.
+    uint8_t* batch = nullptr;
+    int64_t batch_bytes = 0;
+    int64_t seqs_capacity = 0;        // sequences (powers of two)
+    int64_t tables_capacity = 0;      // block-table entries (powers of two)
+    std::vector<uint8_t> batch_host;  // the host image of the packed description
+    int32_t *tokens = nullptr, *pos = nullptr, *seq = nullptr, *logit_rows = nullptr;  // into `batch`
+    const int32_t** table_ptrs = nullptr;                                              // [n_seqs], into `batch`
+    int32_t* table_lens = nullptr;                                                     // [n_seqs], into `batch`
     uint64_t generation = 0;            // bumped whenever a buffer above is reallocated (graph keys)
     const void* kv_identity = nullptr;  // the KV cache of the last pass (its layer 0 K)
   };
@@ -132,21 +141,9 @@ class LlamaModel final : public Model {
   }
   void FreeWorkspace() {
     for (float** p : {&ws_.x, &ws_.h, &ws_.q, &ws_.k, &ws_.v, &ws_.attn, &ws_.gate, &ws_.up}) Release(*p);
-    for (int32_t** p : {&ws_.tokens, &ws_.pos, &ws_.seq}) Release(*p);
-    ws_.capacity = 0;
-    FreeOut();
-    FreeTables();
-  }
-  void FreeOut() {
     for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
-    Release(ws_.logit_rows);
-    ws_.out_capacity = 0;
-  }
-  void FreeTables() {
-    Release(ws_.tables);
-    Release(ws_.table_ptrs);
-    Release(ws_.table_lens);
-    ws_.tables_capacity = ws_.seqs_capacity = 0;
+    Release(ws_.batch);
+    ws_.capacity = ws_.out_capacity = ws_.seqs_capacity = ws_.tables_capacity = ws_.batch_bytes = 0;
   }
 
   template <typename T>
@@ -154,14 +151,17 @@ class LlamaModel final : public Model {
     return static_cast<T*>(backend_->Alloc(sizeof(T) * static_cast<size_t>(n)));
   }
 
+  static int64_t Pow2AtLeast(int64_t n, int64_t floor) {
+    int64_t c = floor;
+    while (c < n) c *= 2;
+    return c;
+  }
+
   void Reserve(int64_t n_tok, int64_t n_out, int64_t n_seqs, int64_t n_table_entries) {
     const ModelConfig& c = config_;
-    if (n_tok > ws_.capacity || n_out > ws_.out_capacity || n_seqs > ws_.seqs_capacity ||
-        n_table_entries > ws_.tables_capacity) {
-      ++ws_.generation;
-    }
+    bool grew = false;
     if (n_tok > ws_.capacity) {
-      FreeWorkspace();
+      for (float** p : {&ws_.x, &ws_.h, &ws_.q, &ws_.k, &ws_.v, &ws_.attn, &ws_.gate, &ws_.up}) Release(*p);
       ws_.capacity = n_tok;
       ws_.x = Alloc<float>(n_tok * c.n_embd);
       ws_.h = Alloc<float>(n_tok * std::max(c.n_embd, c.q_dim()));
@@ -171,26 +171,71 @@ class LlamaModel final : public Model {
       ws_.attn = Alloc<float>(n_tok * c.q_dim());
       ws_.gate = Alloc<float>(n_tok * c.n_ff);
       ws_.up = Alloc<float>(n_tok * c.n_ff);
-      ws_.tokens = Alloc<int32_t>(n_tok);
-      ws_.pos = Alloc<int32_t>(n_tok);
-      ws_.seq = Alloc<int32_t>(n_tok);
+      grew = true;
     }
     if (n_out > ws_.out_capacity) {
-      FreeOut();
+      for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
       ws_.logits = Alloc<float>(n_out * c.n_vocab);
-      ws_.logit_rows = Alloc<int32_t>(n_out);
+      grew = true;
     }
-    if (n_seqs > ws_.seqs_capacity || n_table_entries > ws_.tables_capacity) {
-      FreeTables();
-      ws_.seqs_capacity = std::max<int64_t>(n_seqs, 1);
-      ws_.tables_capacity = std::max<int64_t>(n_table_entries, 1);
-      ws_.tables = Alloc<int32_t>(ws_.tables_capacity);
-      ws_.table_ptrs = static_cast<const int32_t**>(backend_->Alloc(sizeof(int32_t*) * ws_.seqs_capacity));
-      ws_.table_lens = Alloc<int32_t>(ws_.seqs_capacity);
+    // Sequences and block tables grow by doubling: a decode step that needs one more block
+    // must not change the graph key.
+    if (n_seqs > ws_.seqs_capacity) {
+      ws_.seqs_capacity = Pow2AtLeast(n_seqs, 8);
+      grew = true;
     }
+    if (n_table_entries > ws_.tables_capacity) {
+      ws_.tables_capacity = Pow2AtLeast(n_table_entries, 64);
+      grew = true;
+    }
+    if (grew || ws_.batch == nullptr) {
+      ++ws_.generation;
+      Release(ws_.batch);
+      ws_.batch_bytes = 12 * ws_.seqs_capacity + 4 * (3 * ws_.capacity + ws_.out_capacity + ws_.tables_capacity);
+      ws_.batch = Alloc<uint8_t>(ws_.batch_bytes);
+    }
+  }
+
+  // Packs the batch description (Workspace::batch) on the host, uploads it with one copy and
+  // points the workspace's index arrays into it.
+  void UploadBatch(const ForwardBatch& batch) {
+    const int64_t T = batch.size();
+    const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+    const size_t off_lens = 8 * static_cast<size_t>(ws_.seqs_capacity);
+    const size_t off_tokens = off_lens + 4 * static_cast<size_t>(ws_.seqs_capacity);
+    const size_t off_pos = off_tokens + 4 * static_cast<size_t>(T);
+    const size_t off_seq = off_pos + 4 * static_cast<size_t>(T);
+    const size_t off_rows = off_seq + 4 * static_cast<size_t>(T);
+    const size_t off_tables = off_rows + 4 * static_cast<size_t>(n_out);
+    size_t used = off_tables;
+    for (const auto& t : batch.block_tables) used += 4 * t.size();
+    HERD_CHECK(static_cast<int64_t>(used) <= ws_.batch_bytes);
+    std::vector<uint8_t>& h = ws_.batch_host;
+    if (h.size() < used) h.resize(used);
+    std::memcpy(h.data() + off_tokens, batch.tokens.data(), 4 * static_cast<size_t>(T));
+    std::memcpy(h.data() + off_pos, batch.pos.data(), 4 * static_cast<size_t>(T));
+    std::memcpy(h.data() + off_seq, batch.seq.data(), 4 * static_cast<size_t>(T));
+    if (n_out > 0) std::memcpy(h.data() + off_rows, batch.logit_rows.data(), 4 * static_cast<size_t>(n_out));
+    size_t off = off_tables;
+    for (size_t i = 0; i < batch.block_tables.size(); ++i) {
+      const auto& t = batch.block_tables[i];
+      const int32_t* dev = reinterpret_cast<const int32_t*>(ws_.batch + off);
+      const auto len = static_cast<int32_t>(t.size());
+      std::memcpy(h.data() + 8 * i, &dev, sizeof(dev));
+      std::memcpy(h.data() + off_lens + 4 * i, &len, 4);
+      if (!t.empty()) std::memcpy(h.data() + off, t.data(), 4 * t.size());
+      off += 4 * t.size();
+    }
+    backend_->CopyToDevice(ws_.batch, h.data(), used);
+    ws_.table_ptrs = reinterpret_cast<const int32_t**>(ws_.batch);
+    ws_.table_lens = reinterpret_cast<int32_t*>(ws_.batch + off_lens);
+    ws_.tokens = reinterpret_cast<int32_t*>(ws_.batch + off_tokens);
+    ws_.pos = reinterpret_cast<int32_t*>(ws_.batch + off_pos);
+    ws_.seq = reinterpret_cast<int32_t*>(ws_.batch + off_seq);
+    ws_.logit_rows = reinterpret_cast<int32_t*>(ws_.batch + off_rows);
   }
 
   // Batches of up to this many tokens (decode steps) may run as one device graph per shape.
@@ -218,22 +263,7 @@ class LlamaModel final : public Model {
     }
     Backend& be = *backend_;
 
-    // Upload the batch description.
-    be.CopyToDevice(ws_.tokens, batch.tokens.data(), sizeof(int32_t) * T);
-    be.CopyToDevice(ws_.pos, batch.pos.data(), sizeof(int32_t) * T);
-    be.CopyToDevice(ws_.seq, batch.seq.data(), sizeof(int32_t) * T);
-    if (n_out > 0) be.CopyToDevice(ws_.logit_rows, batch.logit_rows.data(), sizeof(int32_t) * n_out);
-    std::vector<const int32_t*> ptrs;
-    std::vector<int32_t> lens;
-    int64_t off = 0;
-    for (const auto& t : batch.block_tables) {
-      be.CopyToDevice(ws_.tables + off, t.data(), sizeof(int32_t) * t.size());
-      ptrs.push_back(ws_.tables + off);
-      lens.push_back(static_cast<int32_t>(t.size()));
-      off += static_cast<int64_t>(t.size());
-    }
-    be.CopyToDevice(ws_.table_ptrs, ptrs.data(), sizeof(int32_t*) * ptrs.size());
-    be.CopyToDevice(ws_.table_lens, lens.data(), sizeof(int32_t) * lens.size());
+    UploadBatch(batch);
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens};
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -242,25 +272,29 @@ class LlamaModel final : public Model {
                     ws_.generation << 22);
     }
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
+    // h = rms_norm(x) * attn_norm of layer 0 here; of later layers fused into the previous
+    // layer's last residual add (AddRmsNorm: x += ffn_out, then the norm).
+    if (c.n_layer > 0) be.RmsNorm(ws_.x, layers_[0].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
     for (int32_t il = 0; il < c.n_layer; ++il) {
       const LayerWeights& l = layers_[static_cast<size_t>(il)];
-      be.RmsNorm(ws_.x, l.attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+      const KvLayerView& cache = kv[static_cast<size_t>(il)];
       const TensorView qkv[] = {l.wq, l.wk, l.wv};
       float* const qkv_out[] = {ws_.q, ws_.k, ws_.v};
       be.MatMulShared(qkv, ws_.h, T, qkv_out);
-      be.Rope(ws_.q, T, c.n_head, c.head_dim, ws_.pos, inv_freq_, c.n_rot);
-      be.Rope(ws_.k, T, c.n_head_kv, c.head_dim, ws_.pos, inv_freq_, c.n_rot);
-      be.StoreKv(kv[static_cast<size_t>(il)], ab, ws_.k, ws_.v);
-      be.PagedAttention(kv[static_cast<size_t>(il)], ab, ws_.q, c.n_head, scale, ws_.attn);
+      be.RopeStoreKv(cache, ab, ws_.q, c.n_head, ws_.k, ws_.v, ws_.pos, inv_freq_, c.n_rot);
+      be.PagedAttention(cache, ab, ws_.q, c.n_head, scale, ws_.attn);
       be.MatMul(l.wo, ws_.attn, T, ws_.h);
-      be.Add(ws_.x, ws_.h, T * c.n_embd);
-      be.RmsNorm(ws_.x, l.ffn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+      be.AddRmsNorm(ws_.x, ws_.h, l.ffn_norm, c.rms_eps, T, c.n_embd, ws_.h);
       const TensorView gate_up[] = {l.w_gate, l.w_up};
       float* const gate_up_out[] = {ws_.gate, ws_.up};
       be.MatMulShared(gate_up, ws_.h, T, gate_up_out);
       be.SwiGlu(ws_.gate, ws_.up, ws_.gate, T * c.n_ff);
       be.MatMul(l.w_down, ws_.gate, T, ws_.h);
-      be.Add(ws_.x, ws_.h, T * c.n_embd);
+      if (il + 1 < c.n_layer) {
+        be.AddRmsNorm(ws_.x, ws_.h, layers_[static_cast<size_t>(il) + 1].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+      } else {
+        be.Add(ws_.x, ws_.h, T * c.n_embd);
+      }
     }
     if (n_out == 0) return static_cast<const float*>(ws_.rows);
     be.GatherRows(ws_.x, ws_.logit_rows, n_out, c.n_embd, ws_.rows);

@@ -1,0 +1,47 @@
+// Programmatic dependent launch (PDL) of the backend's element-wise, norm, RoPE/KV-store and
+// attention kernels. In a decode step (one CUDA graph of a few hundred short kernels) each
+// kernel otherwise waits for its predecessor to finish before it is even launched; with PDL the
+// next kernel's CTAs are launched while the previous one runs its tail, and block in PdlWait().
+//
+// Contract of a kernel launched by LaunchPdl (transitively, earlier kernels of the stream may
+// still run until PdlWait returns, since every kernel lets its successor start at entry):
+//  - before PdlWait(): read only memory that no kernel of the stream writes (weights, the batch
+//    description uploaded before the step, constants) and write nothing;
+//  - PdlWait() returns once the previous kernel (hence all earlier ones) has finished and its
+//    writes are visible; a kernel not launched with PDL returns at once.
+// Every kernel here calls PdlTrigger() at entry: a PDL kernel after it may begin launching (it
+// cannot start computing before its own PdlWait). Kernels after these launched without PDL are
+// ordered as usual. HERD_CUDA_PDL=0 launches them without the attribute (A/B runs).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace herd::cuda {
+
+// HERD_CUDA_PDL != "0" (read once).
+bool PdlEnabled();
+
+__device__ __forceinline__ void PdlWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void PdlTrigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization.
+template <typename... KArgs, typename... Args>
+void LaunchPdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = PdlEnabled() ? 1 : 0;
+  HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+}  // namespace herd::cuda
