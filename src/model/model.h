@@ -23,11 +23,14 @@ class GgufFile;
 // One step's input. Token i belongs to sequence seq[i] at position pos[i]; each sequence's
 // block table must cover positions [0, max pos of that sequence in the batch].
 struct ForwardBatch {
-  std::vector<int32_t> tokens;                    // [n_tokens]
-  std::vector<int32_t> pos;                       // [n_tokens]
-  std::vector<int32_t> seq;                       // [n_tokens] index into block_tables
-  std::vector<std::vector<int32_t>> block_tables; // [n_seqs][n_blocks of that sequence]
-  std::vector<int32_t> logit_rows;                // token indices whose logits are returned
+  std::vector<int32_t> tokens;                     // [n_tokens]
+  std::vector<int32_t> pos;                        // [n_tokens]
+  std::vector<int32_t> seq;                        // [n_tokens] index into block_tables
+  std::vector<std::vector<int32_t>> block_tables;  // [n_seqs][n_blocks of that sequence]
+  std::vector<int32_t> logit_rows;                 // token indices whose logits are returned
+  // Greedy decoding on the device: when true, Forward returns only each logit row's argmax (in
+  // `argmax`) and leaves `logits` unwritten; the [n_rows, n_vocab] logits never leave the device.
+  bool argmax_only = false;
 
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   Status Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const;
@@ -39,9 +42,11 @@ class Model {
   const ModelConfig& config() const { return config_; }
 
   // Runs the batch. kv: one view per layer ([n_layer]). logits (host memory):
-  // [batch.logit_rows.size(), n_vocab] float32. Errors: invalid batch (ids out of range,
-  // positions beyond a block table).
-  virtual Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits) = 0;
+  // [batch.logit_rows.size(), n_vocab] float32, or with batch.argmax_only the rows' argmax in
+  // argmax (host memory, [batch.logit_rows.size()]; see ArgMax in sampling: first index of the
+  // largest value). Errors: invalid batch (ids out of range, positions beyond a block table).
+  virtual Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits,
+                         int32_t* argmax = nullptr) = 0;
 
   // Final hidden states before the output projection, for embeddings: [rows.size(), n_embd]
   // (after the final norm). Optional per architecture.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/backend.h"
 #include "kernels/ops.h"
 #include "kernels/quants.h"
 
@@ -226,6 +227,17 @@ TEST(OpsCpuTest, StoreKvQ8MatchesReferenceOnEdgeValues) {
     for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[blk * 32 + i]));
     for (int i = blk * 32; i < blk * 32 + 32; ++i) EXPECT_NEAR(back[i], x[i], 0.51f * amax / 127 + 1e-7f) << i;
   }
+}
+
+// Backend::ArgMaxRows (the host default every host backend uses): first index of the maximum,
+// NaNs never win, -1 for a row of NaNs.
+TEST(HostArgMaxRowsTest, TiesNaNsAndEmptyRows) {
+  auto be = MakeReferenceBackend();
+  const float nan = std::nanf("");
+  const std::vector<float> x = {1, 5, 5, 2, nan, -1, nan, -3, nan, nan, nan, nan, -9, -8, -7, -6};
+  std::vector<int32_t> ids(4, 99);
+  be->ArgMaxRows(x.data(), 4, 4, ids.data());
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 1, -1, 3}));
 }
 
 }  // namespace

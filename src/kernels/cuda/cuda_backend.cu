@@ -31,6 +31,7 @@
 #include "base/check.h"
 #include "base/status.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/argmax_cuda.h"
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
@@ -256,6 +257,11 @@ class CudaBackend final : public Backend {
     if (replaying_) return;
     Bind();
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
+  }
+  void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids) override {
+    if (replaying_) return;
+    Bind();
+    cuda::ArgMaxRows(x, n_rows, n_cols, ids, stream_);
   }
   void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
     if (replaying_) return;

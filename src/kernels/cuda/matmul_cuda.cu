@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_cuda.h"
@@ -42,28 +43,27 @@ int ActSlot(DType format) { return format == DType::kQ8_0 ? 0 : format == DType:
 
 size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-// A device buffer that only grows. Growing waits for the stream (the old buffer may still be in
-// use by queued kernels), so it must not happen while the stream is being captured.
+// A device buffer that only grows. It must not grow while the stream is being captured. A
+// grown-out buffer is kept until the runner goes: CUDA graphs captured earlier (the backend's
+// decode graphs) still point at it and may be replayed after the growth.
 struct DeviceBuffer {
   void* ptr = nullptr;
   size_t cap = 0;
+  std::vector<void*> retired;
   void* Get(size_t bytes, cudaStream_t stream) {
     if (bytes <= cap) return ptr;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     HERD_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
     HERD_CHECK_MSG(capture == cudaStreamCaptureStatusNone,
                    "MatMulRunner: scratch must grow to %zu bytes during graph capture; call Reserve first", bytes);
-    if (ptr != nullptr) {
-      HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
-      HERD_CUDA_CHECK(cudaFree(ptr));
-      ptr = nullptr;
-    }
+    if (ptr != nullptr) retired.push_back(ptr);
     cap = AlignUp(bytes, size_t{1} << 20);
     HERD_CUDA_CHECK(cudaMalloc(&ptr, cap));
     return ptr;
   }
   ~DeviceBuffer() {
     if (ptr != nullptr) cudaFree(ptr);
+    for (void* p : retired) cudaFree(p);
   }
 };
 

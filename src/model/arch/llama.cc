@@ -90,16 +90,22 @@ class LlamaModel final : public Model {
     return Status::Ok();
   }
 
-  Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits) override {
-    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/1));
+  Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits, int32_t* argmax) override {
+    if (batch.argmax_only && argmax == nullptr) return InvalidArgument("argmax_only needs an argmax output");
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/batch.argmax_only ? 3 : 1));
     const ModelConfig& c = config_;
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     Backend& be = *backend_;
     if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
+    if (n_out > 0 && batch.argmax_only) be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
     be.EndGraph();
     if (n_out == 0) return Status::Ok();
     be.Synchronize();
-    be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
+    if (batch.argmax_only) {
+      be.CopyToHost(argmax, ws_.argmax, sizeof(int32_t) * static_cast<size_t>(n_out));
+    } else {
+      be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
+    }
     return Status::Ok();
   }
 
@@ -117,6 +123,7 @@ class LlamaModel final : public Model {
     int64_t out_capacity = 0;  // logit rows
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
     float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
+    int32_t* argmax = nullptr;  // [out_capacity]
     // The batch description, uploaded by one copy per pass into `batch` (device, batch_bytes),
     // packed as [table_ptrs: seqs_capacity][table_lens: seqs_capacity][tokens, pos, seq: T each]
     // [logit_rows: n_out][block tables: as many entries as the batch has]. Every address a graph
@@ -142,6 +149,7 @@ class LlamaModel final : public Model {
   void FreeWorkspace() {
     for (float** p : {&ws_.x, &ws_.h, &ws_.q, &ws_.k, &ws_.v, &ws_.attn, &ws_.gate, &ws_.up}) Release(*p);
     for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
+    Release(ws_.argmax);
     Release(ws_.batch);
     ws_.capacity = ws_.out_capacity = ws_.seqs_capacity = ws_.tables_capacity = ws_.batch_bytes = 0;
   }
@@ -175,10 +183,12 @@ class LlamaModel final : public Model {
     }
     if (n_out > ws_.out_capacity) {
       for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
+      Release(ws_.argmax);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
       ws_.logits = Alloc<float>(n_out * c.n_vocab);
+      ws_.argmax = Alloc<int32_t>(n_out);
       grew = true;
     }
     // Sequences and block tables grow by doubling: a decode step that needs one more block
