@@ -39,6 +39,7 @@ class Backend {
   virtual void Synchronize() = 0;
   // Makes a weight usable by this backend. CPU: returns the same view (weights stay in the
   // file mapping, never copied). CUDA: uploads once and returns a device view.
+  // A view with data == nullptr (for a non-empty weight) means the device is out of memory.
   virtual TensorView PrepareWeight(const TensorView& host_weight) = 0;
   // Device memory (free and total bytes) of a GPU backend, for memory budgets; false on host
   // backends (their budget is host memory).

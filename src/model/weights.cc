@@ -36,7 +36,13 @@ Result<TensorView> WeightLoader::Matrix(const std::string& name, std::vector<int
     return Unimplemented(StrFormat("%s: tensor '%s' has type %s, which herd cannot compute with",
                                    file_.path().c_str(), name.c_str(), std::string(DTypeName(info->type)).c_str()));
   }
-  return backend_->PrepareWeight(file_.View(*info));
+  const TensorView host = file_.View(*info);
+  const TensorView prepared = backend_->PrepareWeight(host);
+  if (prepared.data == nullptr && host.bytes() > 0) {
+    return ResourceExhausted(StrFormat("%s: tensor '%s' (%zu bytes) does not fit in %s memory", file_.path().c_str(),
+                                       name.c_str(), host.bytes(), backend_->name()));
+  }
+  return prepared;
 }
 
 Result<const float*> WeightLoader::F32Vector(const std::string& name, int64_t n) {

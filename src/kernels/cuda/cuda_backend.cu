@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/log.h"
 #include "base/status.h"
 #include "kernels/backend.h"
 #include "kernels/cuda/argmax_cuda.h"
@@ -158,8 +159,10 @@ class CudaBackend final : public Backend {
       cudaGetLastError();
       size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
-      HERD_CHECK_MSG(false, "out of GPU memory uploading a %s weight %s (%zu bytes; %zu of %zu free)",
-                     std::string(DTypeName(host.type)).c_str(), host.ShapeString().c_str(), bytes, free_b, total_b);
+      HERD_LOG(kError, "out of GPU memory uploading a %s weight %s (%zu bytes; %zu of %zu free)",
+               std::string(DTypeName(host.type)).c_str(), host.ShapeString().c_str(), bytes, free_b, total_b);
+      dev.data = nullptr;  // the loader turns this into an error (see Backend::PrepareWeight)
+      return dev;
     }
     // Load time only: a plain copy from the (pageable) file mapping, then wait.
     HERD_CUDA_CHECK(cudaMemcpyAsync(p, host.data, bytes, cudaMemcpyHostToDevice, stream_));
