@@ -82,4 +82,22 @@ inline double RelError(const float* a, const float* b, size_t n) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Byte offsets of the half-precision scale fields of one block of a quantized type (d, and dmin
+// or m), e.g. to overwrite them with chosen scales in tests.
+inline std::vector<int> HalfFields(DType t) {
+  switch (t) {
+    case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ8_0: return {0};
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K: return {0, 2};
+    case DType::kQ2_K: return {80, 82};
+    case DType::kQ3_K: return {108};
+    case DType::kQ6_K: return {208};
+    default: return {};
+  }
+}
+
 }  // namespace herd::cuda::testing

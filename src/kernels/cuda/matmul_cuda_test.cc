@@ -38,6 +38,7 @@
 
 #include "base/fp16.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/matmul.h"
@@ -47,6 +48,8 @@
 
 namespace herd::cuda {
 namespace {
+
+using testing::HalfFields;
 
 #define SKIP_WITHOUT_GPU()                           \
   do {                                               \
@@ -72,23 +75,6 @@ std::vector<T> Download(const void* d, size_t n) {
   std::vector<T> h(n);
   HERD_CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
   return h;
-}
-
-// Byte offsets of the half-precision scale fields of one block (d, and dmin or m).
-std::vector<int> HalfFields(DType t) {
-  switch (t) {
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kQ8_0: return {0};
-    case DType::kQ4_1:
-    case DType::kQ5_1:
-    case DType::kQ4_K:
-    case DType::kQ5_K: return {0, 2};
-    case DType::kQ2_K: return {80, 82};
-    case DType::kQ3_K: return {108};
-    case DType::kQ6_K: return {208};
-    default: return {};
-  }
 }
 
 // A random [rows, cols] weight matrix of `type` in host memory.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/quant_dot.cuh"
 #include "kernels/quants.h"
 #include "tensor/quant_blocks.h"
@@ -20,21 +21,7 @@
 namespace herd::cuda {
 namespace {
 
-std::vector<int> HalfFields(DType t) {
-  switch (t) {
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kQ8_0: return {0};
-    case DType::kQ4_1:
-    case DType::kQ5_1:
-    case DType::kQ4_K:
-    case DType::kQ5_K: return {0, 2};
-    case DType::kQ2_K: return {80, 82};
-    case DType::kQ3_K: return {108};
-    case DType::kQ6_K: return {208};
-    default: return {};
-  }
-}
+using testing::HalfFields;
 
 // Random block bytes (every code and scale pattern) with random finite half scales of either sign.
 std::vector<uint8_t> RandomRow(DType type, int64_t n, std::mt19937& rng) {
