@@ -55,7 +55,16 @@ struct AdminState {
       std::lock_guard lock(mu);
       all.swap(workers);
     }
-    for (auto& w : all) w.thread.join();
+    for (auto& w : all) {
+      // The last reference to this state can go on a worker thread (its request's responder
+      // holds the connection, which holds the router and so these routes): that thread is
+      // finishing; it cannot join itself.
+      if (w.thread.get_id() == std::this_thread::get_id()) {
+        w.thread.detach();
+      } else {
+        w.thread.join();
+      }
+    }
   }
 
   std::shared_ptr<OllamaStore> Store() {
