@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <string_view>
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
@@ -105,11 +107,22 @@ std::vector<int32_t> Tokens(RequestStream& s) {
   return out;
 }
 
+// The reference backend sums in the same order however the prompt is chunked (1e-6). With
+// HERD_TEST_DEVICE=cuda the engine runs on the GPU while DirectHidden stays on the reference
+// backend: the GPU's tensor-core prefill attention rounds q and the softmax weights to f16
+// (~1e-3 relative per row, see bench/results/cuda-attention-2026-11-22.md), so 1e-3 (of the unit
+// vector, or of 1 + |value| for raw means; measured: ≤ 3e-4).
+double Tolerance() {
+  const char* device = std::getenv("HERD_TEST_DEVICE");
+  return device != nullptr && std::string_view(device).starts_with("cuda") ? 1e-3 : 1e-6;
+}
+
 void ExpectVector(const std::vector<float>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
+  const double tol = Tolerance();
   double norm = 0;
   for (size_t j = 0; j < got.size(); ++j) {
-    EXPECT_NEAR(got[j], want[j], 1e-6) << "dimension " << j;
+    EXPECT_NEAR(got[j], want[j], tol) << "dimension " << j;
     norm += static_cast<double>(got[j]) * got[j];
   }
   EXPECT_NEAR(norm, 1.0, 1e-5);
@@ -187,7 +200,7 @@ TEST(EmbeddingEngineTest, PoolingKinds) {
   for (int32_t j = 0; j < n_embd; j += 17) {
     double sum = 0;
     for (int32_t r = 0; r < n; ++r) sum += hidden[static_cast<size_t>(r) * n_embd + j];
-    EXPECT_NEAR(mean[j], sum / n, 1e-6);
+    EXPECT_NEAR(mean[j], sum / n, Tolerance() * (1 + std::abs(sum / n)));
   }
 }
 

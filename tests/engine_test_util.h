@@ -1,7 +1,10 @@
 // Shared by the engine's end-to-end tests: an engine over the tiny random test model (reference
-// backend unless asked otherwise), prompts and greedy requests.
+// backend unless asked otherwise), prompts and greedy requests. HERD_TEST_DEVICE=cuda runs the
+// same tests on the GPU backend instead of the reference one (on the device machine: the
+// scheduler, prefix cache, preemption and embeddings over device memory, graphs and argmax).
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -38,7 +41,12 @@ struct EngineSetup {
 inline Fixture Make(const EngineSetup& s) {
   Fixture f;
   f.file = std::move(GgufFile::Open(TestModelPath("tiny", "F32"))).value();
-  f.backend = s.cpu ? MakeCpuBackend(2) : MakeReferenceBackend();
+  const char* device = std::getenv("HERD_TEST_DEVICE");
+  if (!s.cpu && device != nullptr && *device != '\0') {
+    f.backend = std::move(MakeBackend(std::move(ParseDevice(device)).value(), 2)).value();
+  } else {
+    f.backend = s.cpu ? MakeCpuBackend(2) : MakeReferenceBackend();
+  }
   f.model = std::move(LoadModel(*f.file, f.backend.get())).value();
   f.tokenizer = std::move(Tokenizer::FromGguf(*f.file)).value();
   const ModelConfig& c = f.model->config();

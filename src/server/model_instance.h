@@ -64,6 +64,8 @@ class ModelInstance {
   // on a GPU the weights and the pool live in device memory and the mapping is only page cache.
   size_t memory_bytes() const { return file_->file_size() + (device_.cuda ? 0 : cache_->bytes()); }
   const DeviceSpec& device() const { return device_; }
+  // GPU memory held: the uploaded weights (their file bytes) plus the KV pool; 0 on the CPU.
+  size_t device_memory_bytes() const { return device_.cuda ? file_->file_size() + cache_->bytes() : 0; }
   const ModelConfig& config() const { return model_->config(); }
   const GgufFile& file() const { return *file_; }
   bool has_chat_template() const { return template_ != nullptr; }

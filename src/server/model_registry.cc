@@ -171,6 +171,7 @@ std::vector<ModelStatus> ModelRegistry::Status() const {
     st.state = s->state;
     st.active_leases = s->active;
     st.memory_bytes = s->instance ? s->instance->memory_bytes() : s->bytes;
+    st.device_bytes = s->instance ? s->instance->device_memory_bytes() : 0;
     st.loaded_at = s->loaded_at;
     st.n_ctx = s->instance ? s->instance->n_ctx() : 0;
     if (s->state == ModelState::kLoaded && s->active == 0) {

@@ -54,6 +54,7 @@ struct ModelStatus {
   ModelState state = ModelState::kUnloaded;
   int32_t active_leases = 0;
   size_t memory_bytes = 0;  // estimate while loading; measured once loaded
+  size_t device_bytes = 0;  // GPU memory held once loaded (weights + KV pool); 0 on the CPU
   // Unix seconds at which an idle model unloads; 0 while in use, -1 when kept loaded forever.
   int64_t expires_at = 0;
   int64_t loaded_at = 0;

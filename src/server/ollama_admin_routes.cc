@@ -216,7 +216,9 @@ void Ps(AdminState& st, const std::shared_ptr<Responder>& r) {
     ollama::RunningModel m;
     m.name = s.entry.name;
     m.digest = s.entry.digest.rfind("sha256:", 0) == 0 ? s.entry.digest.substr(7) : s.entry.digest;
-    m.size = s.memory_bytes;
+    // Ollama: size = the model's memory, size_vram = the part of it on the GPU.
+    m.size = s.device_bytes > 0 ? s.device_bytes : s.memory_bytes;
+    m.size_vram = s.device_bytes;
     if (auto summary = st.summaries.Get(s.entry.load.path); summary.ok()) m.details = Details(**summary);
     // In use: now (it expires keep_alive after its last request ends); forever: Go's far future.
     const int64_t expires = s.expires_at < 0 ? now + 9223372036LL : s.expires_at == 0 ? now : s.expires_at;
