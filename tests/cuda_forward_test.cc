@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "forward_test_util.h"
 #include "io/gguf.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kv/kv_cache.h"
@@ -34,12 +35,7 @@
 namespace herd {
 namespace {
 
-struct Loaded {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> cache;
-};
+using Loaded = testing::LoadedForward;
 
 #define SKIP_WITHOUT_GPU()                                 \
   do {                                                     \
@@ -48,22 +44,11 @@ struct Loaded {
   } while (0)
 
 Loaded Load(const std::string& path, bool gpu, int32_t n_blocks, DType kv_type = DType::kF16) {
-  Loaded l;
-  auto f = GgufFile::Open(path);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  l.file = std::move(f).value();
   DeviceSpec d;
   d.cuda = gpu;
   auto b = MakeBackend(d, 0);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
-  l.backend = std::move(b).value();
-  auto m = LoadModel(*l.file, l.backend.get());
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  l.model = std::move(m).value();
-  const ModelConfig& c = l.model->config();
-  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, n_blocks, kv_type};
-  l.cache = std::move(KvCache::Create(l.backend.get(), kc)).value();
-  return l;
+  return testing::LoadForward(path, std::move(b).value(), n_blocks, kv_type);
 }
 
 std::vector<int32_t> Prompt(int n, int32_t n_vocab, int salt = 0) {
@@ -212,15 +197,7 @@ TEST(CudaForwardTest, MixedBatchMatchesSingleRuns) {
   const auto p0 = Prompt(19, n_vocab, 1);
   const auto p1 = Prompt(35, n_vocab, 2);
   auto alone = [&](const std::vector<int32_t>& p, std::vector<int32_t> blocks) {
-    ForwardBatch b;
-    b.tokens = p;
-    for (size_t i = 0; i < p.size(); ++i) b.pos.push_back(static_cast<int32_t>(i));
-    b.seq.assign(p.size(), 0);
-    b.block_tables = {blocks};
-    b.logit_rows = {static_cast<int32_t>(p.size()) - 1};
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
-    EXPECT_TRUE(l.model->Forward(b, l.cache->layers(), logits.data()).ok());
-    return logits;
+    return testing::RunAlone(l, p, std::move(blocks));
   };
   const auto l0 = alone(p0, {5, 2});
   const auto l1 = alone(p1, {7, 1, 3});

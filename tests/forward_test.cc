@@ -6,6 +6,7 @@
 #include <cmath>
 #include <memory>
 
+#include "forward_test_util.h"
 #include "io/gguf.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -15,26 +16,10 @@
 namespace herd {
 namespace {
 
-struct Loaded {
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-  std::unique_ptr<KvCache> cache;
-};
+using Loaded = testing::LoadedForward;
 
 Loaded Load(const std::string& path, bool reference, int32_t n_blocks = 64) {
-  Loaded l;
-  auto f = GgufFile::Open(path);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  l.file = std::move(f).value();
-  l.backend = reference ? MakeReferenceBackend() : MakeCpuBackend(2);
-  auto m = LoadModel(*l.file, l.backend.get());
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
-  l.model = std::move(m).value();
-  const ModelConfig& c = l.model->config();
-  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, n_blocks, DType::kF16};
-  l.cache = std::move(KvCache::Create(l.backend.get(), kc)).value();
-  return l;
+  return testing::LoadForward(path, reference ? MakeReferenceBackend() : MakeCpuBackend(2), n_blocks);
 }
 
 std::vector<int32_t> Prompt(int n, int32_t n_vocab) {
@@ -205,15 +190,7 @@ TEST(ForwardTest, BatchedSequencesMatchSingleRuns) {
   auto p1 = Prompt(35, n_vocab);
   for (auto& t : p1) t = (t + 101) % n_vocab;
   auto alone = [&](const std::vector<int32_t>& p, std::vector<int32_t> blocks) {
-    ForwardBatch b;
-    b.tokens = p;
-    for (size_t i = 0; i < p.size(); ++i) b.pos.push_back(static_cast<int32_t>(i));
-    b.seq.assign(p.size(), 0);
-    b.block_tables = {blocks};
-    b.logit_rows = {static_cast<int32_t>(p.size()) - 1};
-    std::vector<float> logits(static_cast<size_t>(n_vocab));
-    EXPECT_TRUE(l.model->Forward(b, l.cache->layers(), logits.data()).ok());
-    return logits;
+    return testing::RunAlone(l, p, std::move(blocks));
   };
   const auto l0 = alone(p0, {5, 2});
   const auto l1 = alone(p1, {7, 1, 3});

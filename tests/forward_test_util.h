@@ -1,0 +1,54 @@
+// Shared by the forward-pass tests (forward_test.cc: CPU vs reference; cuda_forward_test.cc: GPU
+// vs CPU): a model with its backend and KV cache, and a sequence run alone.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/gguf.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace herd::testing {
+
+struct LoadedForward {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<KvCache> cache;
+};
+
+// The model at `path` on `backend`, with a cache of n_blocks blocks of 16 tokens.
+inline LoadedForward LoadForward(const std::string& path, std::unique_ptr<Backend> backend, int32_t n_blocks,
+                                 DType kv_type = DType::kF16) {
+  LoadedForward l;
+  auto f = GgufFile::Open(path);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  l.file = std::move(f).value();
+  l.backend = std::move(backend);
+  auto m = LoadModel(*l.file, l.backend.get());
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  l.model = std::move(m).value();
+  const ModelConfig& c = l.model->config();
+  KvCacheConfig kc{c.n_layer, c.n_head_kv, c.head_dim, 16, n_blocks, kv_type};
+  l.cache = std::move(KvCache::Create(l.backend.get(), kc)).value();
+  return l;
+}
+
+// One forward pass of prompt p at positions 0.. as sequence 0 in `blocks`: the last row's logits.
+inline std::vector<float> RunAlone(LoadedForward& l, const std::vector<int32_t>& p, std::vector<int32_t> blocks) {
+  ForwardBatch b;
+  b.tokens = p;
+  for (size_t i = 0; i < p.size(); ++i) b.pos.push_back(static_cast<int32_t>(i));
+  b.seq.assign(p.size(), 0);
+  b.block_tables = {std::move(blocks)};
+  b.logit_rows = {static_cast<int32_t>(p.size()) - 1};
+  std::vector<float> logits(static_cast<size_t>(l.model->config().n_vocab));
+  EXPECT_TRUE(l.model->Forward(b, l.cache->layers(), logits.data()).ok());
+  return logits;
+}
+
+}  // namespace herd::testing
