@@ -153,6 +153,19 @@ HERD_HD int Dot32(const uint32_t* w, const ActLane& x, int w0) {
   for (int i = 0; i < 8; ++i) a = Dp4a(w[i], x.q[w0 + i], a);
   return a;
 }
+// The contribution of 32-value block e (0, 1) of a lane from its integer dot isum = Σ q·x_q, as
+// ref::VecDot computes it: "_1" types (kMin) add m · (d_x Σx_q) from the activation block;
+// offset types (codes stored as q + kOffset) subtract kOffset · Σx_q in integers first.
+template <bool kMin, int kOffset>
+HERD_HD float BlockTerm(int isum, float d, float m, const ActLane& x, int e) {
+  const float dx = e == 0 ? x.d0 : x.d1;
+  if constexpr (kMin) {
+    return d * dx * static_cast<float>(isum) + m * (e == 0 ? x.m0 : x.m1);
+  } else {
+    isum -= kOffset * (x.s[2 * e] + x.s[2 * e + 1]);
+    return d * dx * static_cast<float>(isum);
+  }
+}
 // Codes masked to the high nibble (16 * q): dot of q with words [w0, w0+n) of x.
 template <int N>
 HERD_HD int DotHighNibbles(const uint32_t* w, const ActLane& x, int w0) {
@@ -384,13 +397,7 @@ struct Lane4Bit {
         HERD_UNROLL
         for (int w = 0; w < 4; ++w) isum = Dp4a(lo[e][w], x.q[8 * e + w], isum);
         isum += DotHighNibbles<4>(hi[e], x, 8 * e + 4);
-        const float dx = e == 0 ? x.d0 : x.d1;
-        if constexpr (kMin) {
-          r += d[e] * dx * static_cast<float>(isum) + m[e] * (e == 0 ? x.m0 : x.m1);
-        } else {
-          isum -= 8 * (x.s[2 * e] + x.s[2 * e + 1]);
-          r += d[e] * dx * static_cast<float>(isum);
-        }
+        r += BlockTerm<kMin, 8>(isum, d[e], m[e], x, e);
       }
     }
     return r;
@@ -438,14 +445,7 @@ struct Lane5Bit {
     HERD_UNROLL
     for (int e = 0; e < 2; ++e) {
       if (e < n) {
-        int isum = Dot32(v[e], x, 8 * e);
-        const float dx = e == 0 ? x.d0 : x.d1;
-        if constexpr (kMin) {
-          r += d[e] * dx * static_cast<float>(isum) + m[e] * (e == 0 ? x.m0 : x.m1);
-        } else {
-          isum -= 16 * (x.s[2 * e] + x.s[2 * e + 1]);
-          r += d[e] * dx * static_cast<float>(isum);
-        }
+        r += BlockTerm<kMin, 16>(Dot32(v[e], x, 8 * e), d[e], m[e], x, e);
       }
     }
     return r;
@@ -477,7 +477,7 @@ struct Lane<DType::kQ8_0> {
     float r = 0.f;
     HERD_UNROLL
     for (int e = 0; e < 2; ++e) {
-      if (e < n) r += d[e] * (e == 0 ? x.d0 : x.d1) * static_cast<float>(Dot32(v[e], x, 8 * e));
+      if (e < n) r += BlockTerm<false, 0>(Dot32(v[e], x, 8 * e), d[e], 0.f, x, e);
     }
     return r;
   }
