@@ -204,25 +204,15 @@ TEST(CudaForwardTest, MixedBatchMatchesSingleRuns) {
   // Sequence 1 again, its first 20 tokens already stored (chunked prefill offset), next to
   // sequence 0 in fresh blocks.
   ForwardBatch first;
-  first.tokens.assign(p1.begin(), p1.begin() + 20);
-  for (int32_t i = 0; i < 20; ++i) first.pos.push_back(i);
-  first.seq.assign(20, 0);
+  testing::AppendTokens(first, p1, 0, 20, 0);
   first.block_tables = {{10, 11, 12}};
   std::vector<float> scratch(static_cast<size_t>(n_vocab));
   first.logit_rows = {19};
   ASSERT_TRUE(l.model->Forward(first, l.cache->layers(), scratch.data()).ok());
   ForwardBatch b;
   b.block_tables = {{0, 4}, {10, 11, 12}};
-  for (size_t i = 0; i < p0.size(); ++i) {
-    b.tokens.push_back(p0[i]);
-    b.pos.push_back(static_cast<int32_t>(i));
-    b.seq.push_back(0);
-  }
-  for (size_t i = 20; i < p1.size(); ++i) {
-    b.tokens.push_back(p1[i]);
-    b.pos.push_back(static_cast<int32_t>(i));
-    b.seq.push_back(1);
-  }
+  testing::AppendTokens(b, p0, 0, p0.size(), 0);
+  testing::AppendTokens(b, p1, 20, p1.size(), 1);
   b.logit_rows = {static_cast<int32_t>(p0.size()) - 1, static_cast<int32_t>(b.tokens.size()) - 1};
   std::vector<float> both(2 * static_cast<size_t>(n_vocab));
   ASSERT_TRUE(l.model->Forward(b, l.cache->layers(), both.data()).ok());
@@ -245,11 +235,7 @@ TEST(CudaForwardTest, ArgMaxOnlyMatchesTheLogitsArgMax) {
   for (int s = 0; s < 3; ++s) {
     const auto p = Prompt(5 + 3 * s, n_vocab, s);
     b.block_tables.push_back({s * 4, s * 4 + 1});
-    for (size_t i = 0; i < p.size(); ++i) {
-      b.tokens.push_back(p[i]);
-      b.pos.push_back(static_cast<int32_t>(i));
-      b.seq.push_back(s);
-    }
+    testing::AppendTokens(b, p, 0, p.size(), s);
     b.logit_rows.push_back(static_cast<int32_t>(b.tokens.size()) - 1);
   }
   std::vector<float> logits(3 * static_cast<size_t>(n_vocab));

@@ -196,16 +196,8 @@ TEST(ForwardTest, BatchedSequencesMatchSingleRuns) {
   const auto l1 = alone(p1, {7, 1, 3});
   ForwardBatch b;
   b.block_tables = {{0, 4}, {6, 8, 9}};
-  for (size_t i = 0; i < p0.size(); ++i) {
-    b.tokens.push_back(p0[i]);
-    b.pos.push_back(static_cast<int32_t>(i));
-    b.seq.push_back(0);
-  }
-  for (size_t i = 0; i < p1.size(); ++i) {
-    b.tokens.push_back(p1[i]);
-    b.pos.push_back(static_cast<int32_t>(i));
-    b.seq.push_back(1);
-  }
+  testing::AppendTokens(b, p0, 0, p0.size(), 0);
+  testing::AppendTokens(b, p1, 0, p1.size(), 1);
   b.logit_rows = {static_cast<int32_t>(p0.size()) - 1, static_cast<int32_t>(b.tokens.size()) - 1};
   std::vector<float> both(2 * static_cast<size_t>(n_vocab));
   ASSERT_TRUE(l.model->Forward(b, l.cache->layers(), both.data()).ok());

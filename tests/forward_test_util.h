@@ -38,12 +38,19 @@ inline LoadedForward LoadForward(const std::string& path, std::unique_ptr<Backen
   return l;
 }
 
+// Appends tokens p[from, to) at positions from.. as sequence `seq` of b.
+inline void AppendTokens(ForwardBatch& b, const std::vector<int32_t>& p, size_t from, size_t to, int32_t seq) {
+  for (size_t i = from; i < to; ++i) {
+    b.tokens.push_back(p[i]);
+    b.pos.push_back(static_cast<int32_t>(i));
+    b.seq.push_back(seq);
+  }
+}
+
 // One forward pass of prompt p at positions 0.. as sequence 0 in `blocks`: the last row's logits.
 inline std::vector<float> RunAlone(LoadedForward& l, const std::vector<int32_t>& p, std::vector<int32_t> blocks) {
   ForwardBatch b;
-  b.tokens = p;
-  for (size_t i = 0; i < p.size(); ++i) b.pos.push_back(static_cast<int32_t>(i));
-  b.seq.assign(p.size(), 0);
+  AppendTokens(b, p, 0, p.size(), 0);
   b.block_tables = {std::move(blocks)};
   b.logit_rows = {static_cast<int32_t>(p.size()) - 1};
   std::vector<float> logits(static_cast<size_t>(l.model->config().n_vocab));
