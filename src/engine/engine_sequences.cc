@@ -292,8 +292,11 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
   SampledToken t;
   if (logits != nullptr) {
     t = seq->sampler->Sample(logits);
-  } else {
+  } else if (device_argmax >= 0) {
     t.id = device_argmax;  // what Sample would return for a plain greedy sequence
+  } else {  // ArgMaxRows found no number in the row: the model produced NaNs
+    FinishSequence(seq, FinishReason::kError, "", now, Internal("the model's logits are not numbers (NaN)"));
+    return;
   }
   if (seq->constraint != nullptr && !seq->constraint->Accept(t.id)) {
     // Only when logit_bias banned every token the constraint allows.
