@@ -83,6 +83,15 @@ class Backend {
   // device: only the ids travel back. Default: a host loop (host backends).
   virtual void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids);
 
+  // --- hints ---
+  // Declares that the op called next (RmsNorm, AddRmsNorm or SwiGlu) computes the input x of the
+  // MatMul / MatMulShared called right after it, with weight w (the first of MatMulShared's
+  // weights), no other op in between. A device backend may then have that op also write x in
+  // the form the matmul consumes (CUDA: the int8 activations of a quantized GEMV, one kernel
+  // instead of two) and the matmul skip its own conversion. Results are the same either way;
+  // a hint not followed by that pattern is ignored. Default: nothing.
+  virtual void PrepareMatMulInput(const TensorView& w) { (void)w; }
+
   // --- fused ops (a device backend runs each as one kernel; the defaults call the ops above in
   // the order written, so host backends give exactly the unfused results) ---
   // x += y (n_rows * n_cols values), then out = RmsNorm(x, weight). out may alias y, not x.
@@ -90,6 +99,17 @@ class Backend {
                           float* out) {
     Add(x, y, n_rows * n_cols);
     RmsNorm(x, weight, eps, n_rows, n_cols, out);
+  }
+  // gate_out = silu(x · gateᵀ) * (x · upᵀ): [n_tok, gate.rows], the feed-forward's first half;
+  // up_out: [n_tok, up.rows] scratch (undefined afterwards). A device backend may run it as one
+  // GEMV with the SwiGLU in its epilogue. A PrepareMatMulInput hint before it applies to its
+  // SwiGlu (the matmul after it reads gate_out).
+  virtual void MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok,
+                            float* gate_out, float* up_out) {
+    const TensorView ws[] = {gate, up};
+    float* const ys[] = {gate_out, up_out};
+    MatMulShared(ws, x, n_tok, ys);
+    SwiGlu(gate_out, up_out, gate_out, n_tok * gate.rows());
   }
   // Rope of q: [batch.n_tokens, n_heads, cache.head_dim] and of k: [batch.n_tokens,
   // cache.n_kv_heads, cache.head_dim], both in place, then StoreKv(cache, batch, k, v).

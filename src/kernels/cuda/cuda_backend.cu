@@ -14,8 +14,10 @@
 // pinned buffer in up to kD2hChunks pieces, each copied out while the next one is in flight
 // (a pageable destination would make the driver stage the copy itself, more slowly);
 // HERD_CUDA_PINNED_D2H=0 copies straight into the destination.
-// Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each; HERD_CUDA_FUSE=0 runs the unfused
-// ops instead (A/B runs).
+// Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each, and a norm or SwiGLU announced by
+// PrepareMatMulInput also writes the int8 input of the quantized GEMV after it (MatMulRunner::
+// FusedRmsNorm / FusedSwiGlu); HERD_CUDA_FUSE=0 runs the unfused ops instead, HERD_CUDA_FUSE_INPUT=0
+// only ignores the hints (A/B runs).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,9 +25,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/check.h"
@@ -109,6 +113,7 @@ class CudaBackend final : public Backend {
 
   void CopyToDevice(void* dst, const void* src, size_t bytes) override {
     NotInGraph();
+    ForgetFusion();  // the copy may overwrite a prepared matmul input
     if (bytes == 0) return;
     Bind();
     if (bytes > kDirectCopy) {
@@ -133,6 +138,7 @@ class CudaBackend final : public Backend {
 
   void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
     NotInGraph();
+    ForgetFusion();  // the copy may overwrite a prepared matmul input
     if (bytes == 0) return;
     Bind();
     HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
@@ -212,81 +218,118 @@ class CudaBackend final : public Backend {
     HERD_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
   }
 
+  // --- hints ---
+  void PrepareMatMulInput(const TensorView& w) override {
+    if (fuse_inputs_) next_matmul_ = w;
+  }
+
   // --- ops ---
   void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::GetRows(table, ids, n, out, stream_);
   }
   void RmsNorm(const float* x, const float* w, float eps, int64_t rows, int64_t cols, float* out) override {
-    if (replaying_) return;
-    Bind();
+    const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
+    if (!BeginOp()) return;
+    if (next && next->cols() == cols &&
+        matmul_->FusedRmsNorm(next->type, const_cast<float*>(x), nullptr, w, eps, rows, cols, out)) {
+      return;
+    }
     cuda::RmsNorm(x, w, eps, rows, cols, out, stream_);
   }
   void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp(/*matmul=*/true)) return;
     matmul_->MatMul(w, x, n_tok, y);
   }
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                     std::span<float* const> ys) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp(/*matmul=*/true)) return;
     matmul_->MatMulShared(ws, x, n_tok, ys);
+  }
+  void MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* gate_out,
+                    float* up_out) override {
+    const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
+    if (replaying_) return;
+    if (fuse_inputs_) {
+      if (!BeginOp(/*matmul=*/true)) return;
+      if (matmul_->MatMulSwiGlu(gate, up, x, n_tok, gate_out)) return;
+    }
+    const TensorView ws[] = {gate, up};
+    float* const ys[] = {gate_out, up_out};
+    MatMulShared(ws, x, n_tok, ys);
+    next_matmul_ = next;  // the hint is for the SwiGLU
+    SwiGlu(gate_out, up_out, gate_out, n_tok * gate.rows());
   }
   void Rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, const int32_t* pos, const float* inv_freq,
             int32_t n_rot) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::Rope(x, n_tok, n_heads, head_dim, pos, inv_freq, n_rot, stream_);
   }
   void SwiGlu(const float* gate, const float* up, float* out, int64_t n) override {
-    if (replaying_) return;
-    Bind();
+    const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
+    if (!BeginOp()) return;
+    if (next && next->cols() > 0 && n % next->cols() == 0 &&
+        matmul_->FusedSwiGlu(next->type, gate, up, out, n / next->cols(), next->cols())) {
+      return;
+    }
     cuda::SwiGlu(gate, up, out, n, stream_);
   }
   void Add(float* x, const float* y, int64_t n) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::Add(x, y, n, stream_);
   }
   void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float* k, const float* v) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::StoreKv(cache, batch, k, v, stream_);
   }
   void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
                       float scale, float* out) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
   }
   void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::ArgMaxRows(x, n_rows, n_cols, ids, stream_);
   }
   void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
-    if (replaying_) return;
-    Bind();
+    if (!BeginOp()) return;
     cuda::GatherRows(x, rows, n, n_cols, out, stream_);
   }
   void AddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
                   float* out) override {
+    const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
     if (!fuse_) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
-    Bind();
+    if (!BeginOp()) return;
+    if (next && next->cols() == n_cols && matmul_->FusedRmsNorm(next->type, x, y, weight, eps, n_rows, n_cols, out)) {
+      return;
+    }
     cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
   }
   void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                    const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) override {
     if (replaying_) return;
     if (!fuse_) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
-    Bind();
+    if (!BeginOp()) return;
     cuda::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot, stream_);
   }
 
  private:
+  // Every op starts here: false while a graph replays (the op is in the graph). A hint applies
+  // only to the op right after it, and a fused matmul input only to the matmul right after its
+  // producer: any other op forgets them.
+  bool BeginOp(bool matmul = false) {
+    next_matmul_.reset();
+    if (replaying_) return false;
+    Bind();
+    if (!matmul) matmul_->DropPreparedInput();
+    return true;
+  }
+  void ForgetFusion() {
+    next_matmul_.reset();
+    matmul_->DropPreparedInput();
+  }
+
   struct Graph {
     bool seen = false;  // ran eagerly once
     cudaGraphExec_t exec = nullptr;
@@ -376,12 +419,14 @@ class CudaBackend final : public Backend {
   const int num_sms_;
   cudaStream_t stream_;
   std::unique_ptr<MatMulRunner> matmul_;
+  std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   std::map<std::tuple<const void*, int, int64_t, int64_t, int64_t, int64_t>, TensorView> weights_;
   std::vector<Chunk> staging_;
   size_t staged_bytes_ = 0;
   const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
+  const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
   const bool pinned_d2h_ = EnvOn("HERD_CUDA_PINNED_D2H");
   void* d2h_ = nullptr;  // pinned, d2h_bytes_
   size_t d2h_bytes_ = 0;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
@@ -77,6 +78,12 @@ struct MatMulRunner::Impl {
   DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
+  // An input converted by FusedRmsNorm / FusedSwiGlu for the next call (q.q == nullptr: none).
+  struct Prepared {
+    const float* x = nullptr;
+    int64_t n_tok = 0, n_in = 0;
+    internal::QuantizedActivations q;
+  } prepared;
 
   explicit Impl(cudaStream_t s) : stream(s), path(PathFromEnvironment()) {}
   ~Impl() {
@@ -142,8 +149,17 @@ struct MatMulRunner::Impl {
     }
   }
 
+  // The buffer of `format`'s activations when the next call may use a fused conversion (quantized
+  // weight type on the GEMV path), else nullptr.
+  void* FusedTarget(DType weight_type, int64_t n_tok, int64_t n_in) {
+    prepared = Prepared{};
+    if (IsFloat(weight_type) || !UseGemv(weight_type, n_tok)) return nullptr;
+    return act[ActSlot(ref::VecDotType(weight_type))].Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
+  }
+
   void Run(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
     HERD_CHECK(ws.size() == ys.size());
+    const Prepared pre = std::exchange(prepared, Prepared{});
     if (n_tok == 0 || ws.empty()) return;
     const int64_t n_in = ws[0].cols();
     for (const TensorView& w : ws) {
@@ -154,6 +170,7 @@ struct MatMulRunner::Impl {
     }
     // GEMV path: weights of one type in one launch; int8 activations made once per format.
     internal::QuantizedActivations q[3];
+    if (pre.q.q != nullptr && pre.x == x && pre.n_tok == n_tok && pre.n_in == n_in) q[ActSlot(pre.q.format)] = pre.q;
     constexpr size_t kMaxGroup = 16;
     HERD_CHECK(ws.size() <= kMaxGroup);
     bool done[kMaxGroup] = {};
@@ -205,6 +222,46 @@ void MatMulRunner::MatMul(const TensorView& w, const float* x, int64_t n_tok, fl
 void MatMulRunner::MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                                 std::span<float* const> ys) {
   impl_->Run(ws, x, n_tok, ys);
+}
+
+bool MatMulRunner::FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok,
+                                int64_t n_in, float* out) {
+  Impl& m = *impl_;
+  void* buf = m.FusedTarget(weight_type, n_tok, n_in);
+  internal::QuantizedActivations q;
+  if (buf == nullptr ||
+      !internal::RmsNormQuantize(ref::VecDotType(weight_type), x, y, w, eps, n_tok, n_in, out, buf, m.stream, &q)) {
+    return false;
+  }
+  m.prepared = Impl::Prepared{out, n_tok, n_in, q};
+  return true;
+}
+
+bool MatMulRunner::FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok,
+                               int64_t n_in) {
+  Impl& m = *impl_;
+  void* buf = m.FusedTarget(weight_type, n_tok, n_in);
+  internal::QuantizedActivations q;
+  if (buf == nullptr ||
+      !internal::SwiGluQuantize(ref::VecDotType(weight_type), gate, up, out, n_tok, n_in, buf, m.stream, &q)) {
+    return false;
+  }
+  m.prepared = Impl::Prepared{out, n_tok, n_in, q};
+  return true;
+}
+
+void MatMulRunner::DropPreparedInput() { impl_->prepared = Impl::Prepared{}; }
+
+bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok,
+                                float* out) {
+  Impl& m = *impl_;
+  if (!IsFloat(gate.type) || gate.type != up.type || gate.rows() != up.rows() || gate.cols() != up.cols() ||
+      !m.UseGemv(gate.type, n_tok)) {
+    return false;  // a prepared (quantized) x stays for the caller's MatMulShared
+  }
+  m.prepared = Impl::Prepared{};
+  internal::GemvFloatGlu(gate, up, x, n_tok, out, m.stream);
+  return true;
 }
 
 void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {

@@ -38,6 +38,23 @@ class MatMulRunner {
   // ys[i] = x · ws[i]ᵀ for weights sharing one input (Q/K/V, gate/up): x is converted once.
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys);
 
+  // Fused input preparation (decode): when the next MatMul/MatMulShared reads x = `out` (n_tok
+  // rows of n_in = the weight's columns) with a quantized weight of `weight_type` on the GEMV
+  // path, these queue the op that computes x and the int8 conversion of x as one kernel, and that
+  // next call takes the converted x instead of converting it again (only that call, and only if
+  // it is the next one: DropPreparedInput in between forgets it). They return false, queueing
+  // nothing, where the fusion does not apply; the caller then runs the plain op.
+  //   out = RmsNorm(x) * w (y != nullptr: x += y first, as AddRmsNorm), rows of n_in;
+  //   out = silu(gate) * up, n_tok rows of n_in.
+  bool FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok, int64_t n_in,
+                    float* out);
+  bool FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in);
+  void DropPreparedInput();
+  // out = silu(x · gateᵀ) * (x · upᵀ) as one GEMV launch with the SwiGLU in its epilogue, for
+  // float gate/up of one type and shape on the GEMV path (identical to MatMulShared + SwiGlu);
+  // false, queueing nothing, otherwise. out: [n_tok, gate.rows()].
+  bool MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out);
+
   // Grows the scratch buffers (below) for any weight with up to n_in columns and calls of up to
   // n_tok tokens, so that such calls allocate nothing: call it before capturing a CUDA graph.
   // Otherwise buffers grow on demand, which synchronizes the stream once per growth. Scratch:

@@ -1,14 +1,14 @@
 // MatMulRunner benchmark on llama-3.1-8b and llama-3.2-1b projection shapes.
 //   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
 //                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc]
-//                          [--pdl 1] [--float-pdl 0] [--groups -1] [--shape 4096:14336] [--split 2]
+//                          [--pdl 1] [--float-pdl-mb 64] [--groups -1] [--shape 4096:14336] [--split 2]
 // For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
 // enough copies that the copies together exceed 2x L2 (so a call never finds its weights in
 // L2), one CUDA graph of kCalls calls rotating over the copies (launch gaps as in graph-captured
 // decode), timed by CUDA events over --reps replays; the median per call is printed with the
 // weight bandwidth (weight bytes / time) and TFLOP/s (2 n_in n_out n_tok / time). Activation
 // conversion kernels are part of each call. "auto" marks the path MatMulRunner picks by default.
-// --pdl, --float-pdl (0|1), --groups N and --split N set internal::GemvOptions (A/B of GEMV launch choices).
+// --pdl (0|1), --float-pdl-mb MB, --groups N and --split N set internal::GemvOptions (A/B of GEMV launch choices).
 // Also prints the device-to-device copy bandwidth (bytes read + written) for reference.
 #include <cuda_runtime.h>
 
@@ -151,8 +151,8 @@ int Main(int argc, char** argv) {
       reps = std::atoi(v.c_str());
     else if (k == "--pdl")
       gemv.pdl = v != "0";
-    else if (k == "--float-pdl")
-      gemv.float_pdl = v != "0";
+    else if (k == "--float-pdl-mb")
+      gemv.float_pdl_max_mb = std::atoll(v.c_str());
     else if (k == "--shape")
       shape_filter = v;
     else if (k == "--groups")

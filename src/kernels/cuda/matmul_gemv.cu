@@ -25,13 +25,17 @@
 // All three kernels let their successor start early (griddepcontrol.launch_dependents at
 // entry): a kernel launched after them with programmatic stream serialization must itself
 // griddepcontrol.wait before touching y. Kernels launched normally are unaffected. The float
-// GEMV is launched normally (PDL measured slightly slower for it).
+// GEMV loads its first weight vectors before its wait and is launched with PDL when its weights
+// are small (GemvOptions::float_pdl_max_mb; on H100 PDL helped llama-3.2-1b F16 decode by 6% and
+// cost llama-3.1-8b F16 3%, bench/results/cuda-models-2026-11-22.md).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
@@ -263,35 +267,56 @@ struct FloatArgs {
   const float* x;
   int n_tok;
   int wpr;
-  bool vec;  // rows and x 16-byte aligned: vector path
+  int elem_bytes;  // of the weights (2 or 4)
+  bool vec;        // rows and x 16-byte aligned: vector path
+  // GLU mode (GemvFloatGlu): segs = {gate, up} of n_glu rows each; a block's first rpb / 2 row
+  // slots are gate rows, the others the same up rows, and glu_out[t, j] = silu(gate) * up.
+  float* glu_out;
+  int n_glu;
 };
 
+// Lane `lane` of part `part` takes 16-byte vectors part * 32 + lane + k * 32 * wpr of its row,
+// kU at a time; the next kU are loaded while one batch is multiplied, and the first batch is
+// loaded before griddepcontrol.wait (weights are never written by kernels), so the DRAM latency
+// of the first loads overlaps the previous kernel's tail when launched with PDL.
 template <DType T, int NT>
 __global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_constant__ FloatArgs a) {
   constexpr int kE = T == DType::kF32 ? 4 : 8;  // elements per 16-byte vector
   constexpr int kU = 4;                         // vectors per lane in flight
   TriggerDependents();
-  GridDependencyWait();  // x may come from the kernel before this one
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int gr = blockIdx.x * (kWarps / a.wpr) + warp / a.wpr;
+  const int rpb = kWarps / a.wpr, slot = warp / a.wpr, half = rpb / 2;
+  const int glu_row = blockIdx.x * half + (slot < half ? slot : slot - half);  // GLU mode: row of gate/up
+  const int gr = a.glu_out == nullptr ? blockIdx.x * rpb + slot
+                 : glu_row < a.n_glu  ? glu_row + (slot < half ? 0 : a.n_glu)
+                                      : a.segs.total_rows;  // past the end: no row
   const int part = warp % a.wpr;
   const bool valid = gr < a.segs.total_rows;
   const int seg = FindSeg(a.segs, valid ? gr : 0);
   const int row = gr - a.segs.row0[seg];
   const int64_t n_in = a.n_in;
   const uint8_t* wrow = a.segs.w[seg] + row * n_in * (T == DType::kF32 ? 4 : 2);
+  const uint4* wv = reinterpret_cast<const uint4*>(wrow);
+  const int64_t nv = n_in / kE;
+  const int stride = 32 * a.wpr;
+  uint4 next[kU];
+  auto load = [&](int64_t v0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (v0 + stride * u < nv) next[u] = LoadStreaming(wv + v0 + stride * u);
+  };
+  const int64_t first = part * 32 + lane;
+  if (valid && a.vec) load(first);
+  GridDependencyWait();  // x may come from the kernel before this one
   float acc[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) acc[t] = 0.f;
   if (valid && a.vec) {
-    const uint4* wv = reinterpret_cast<const uint4*>(wrow);
-    const int64_t nv = n_in / kE;
-    const int stride = 32 * a.wpr;
-    for (int64_t v0 = part * 32 + lane; v0 < nv; v0 += stride * kU) {
+    for (int64_t v0 = first; v0 < nv; v0 += stride * kU) {
       uint4 raw[kU];
 #pragma unroll
-      for (int u = 0; u < kU; ++u)
-        if (v0 + stride * u < nv) raw[u] = LoadStreaming(wv + v0 + stride * u);
+      for (int u = 0; u < kU; ++u) raw[u] = next[u];
+      if (v0 + stride * kU < nv) load(v0 + stride * kU);
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
         const int64_t v = v0 + stride * u;
@@ -320,12 +345,28 @@ __global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_cons
         if (t < a.n_tok) acc[t] += f * a.x[t * n_in + i];
     }
   }
-  ReduceAndStore<NT>(acc, a.wpr, valid, a.segs.y[seg], a.segs.n_out[seg], row, a.n_tok);
+  if (a.glu_out == nullptr) {
+    ReduceAndStore<NT>(acc, a.wpr, valid, a.segs.y[seg], a.segs.n_out[seg], row, a.n_tok);
+    return;
+  }
+  __shared__ float rows[kWarps * NT];  // [t][slot]
+  ReduceAndStore<NT>(acc, a.wpr, valid, rows, kWarps, slot, a.n_tok);
+  __syncthreads();
+  if (slot < half && warp % a.wpr == 0 && lane < a.n_tok && glu_row < a.n_glu) {
+    const float g = rows[lane * kWarps + slot], u = rows[lane * kWarps + slot + half];
+    a.glu_out[static_cast<int64_t>(lane) * a.n_glu + glu_row] = g / (1.0f + expf(-g)) * u;  // as SwiGlu
+  }
+}
+
+// HERD_CUDA_FLOAT_PDL_MB: GemvOptions::float_pdl_max_mb's initial value.
+int64_t FloatPdlMbFromEnvironment() {
+  const char* e = std::getenv("HERD_CUDA_FLOAT_PDL_MB");
+  return e == nullptr ? GemvOptions{}.float_pdl_max_mb : std::atoll(e);
 }
 
 std::atomic<bool> g_pdl{true};
 std::atomic<int> g_groups_per_block{-1};
-std::atomic<bool> g_float_pdl{false};
+std::atomic<int64_t> g_float_pdl_max_mb{FloatPdlMbFromEnvironment()};
 std::atomic<int> g_split_stages{kStages - 1};
 
 // Resident blocks of `kernel` on the whole device (SMs x occupancy). The caller caches it per
@@ -343,7 +384,11 @@ int ResidentBlocks(void (*kernel)(Args)) {
 // in the stream ends; it waits with griddepcontrol.wait before reading that kernel's output).
 template <typename Args>
 void LaunchPdl(void (*kernel)(Args), const Args& args, int blocks, cudaStream_t stream) {
-  constexpr bool kFloat = std::is_same_v<Args, FloatArgs>;
+  bool pdl = g_pdl.load(std::memory_order_relaxed);
+  if constexpr (std::is_same_v<Args, FloatArgs>) {  // weight bytes of the launch against the limit
+    const int64_t bytes = static_cast<int64_t>(args.segs.total_rows) * args.n_in * args.elem_bytes;
+    pdl = bytes <= (g_float_pdl_max_mb.load(std::memory_order_relaxed) << 20);
+  }
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));
   cfg.blockDim = dim3(kWarps * 32);
@@ -352,7 +397,7 @@ void LaunchPdl(void (*kernel)(Args), const Args& args, int blocks, cudaStream_t 
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = (kFloat ? g_float_pdl : g_pdl).load(std::memory_order_relaxed) ? 1 : 0;
+  cfg.numAttrs = pdl ? 1 : 0;
   HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
 }
 
@@ -428,7 +473,7 @@ bool GemvProgrammaticLaunch() { return g_pdl.load(std::memory_order_relaxed); }
 
 void SetGemvOptions(const GemvOptions& o) {
   g_pdl.store(o.pdl);
-  g_float_pdl.store(o.float_pdl);
+  g_float_pdl_max_mb.store(o.float_pdl_max_mb);
   g_groups_per_block.store(o.groups_per_block);
   g_split_stages.store(o.split_stages);
 }
@@ -478,6 +523,39 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
   HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(type).data());
 }
 
+void GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+                  cudaStream_t stream) {
+  HERD_CHECK(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols());
+  HERD_CHECK(gate.rows() < INT_MAX / 2);
+  if (n_tok == 0 || gate.rows() == 0) return;
+  const DType type = gate.type;
+  const int64_t n_in = gate.cols();
+  const int e = type == DType::kF32 ? 4 : 8;
+  const TensorView ws[2] = {gate, up};
+  float* const ys[2] = {out, out};  // unused in GLU mode
+  FloatArgs a{};
+  MakeSegs(ws, ys, 0, 2, &a.segs);
+  a.n_in = n_in;
+  a.elem_bytes = type == DType::kF32 ? 4 : 2;
+  a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
+  a.wpr = std::min(2, WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, INT_MAX));  // >= 2 rows per block
+  a.n_glu = static_cast<int>(gate.rows());
+  const int half = kWarps / a.wpr / 2;
+  const int blocks = (a.n_glu + half - 1) / half;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+    FloatArgs at = a;
+    at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+    at.x = x + t0 * n_in;
+    at.glu_out = out + t0 * gate.rows();
+    switch (type) {
+      case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, stream); break;
+      case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, stream); break;
+      case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, stream); break;
+      default: HERD_CHECK_MSG(false, "GemvFloatGlu: %s is not a float type", DTypeName(type).data());
+    }
+  }
+}
+
 void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const float* x, int64_t n_tok,
                cudaStream_t stream) {
   if (ws.empty() || n_tok == 0) return;
@@ -490,6 +568,7 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
     MakeSegs(ws, ys, first, n, &a.segs);
     if (a.segs.total_rows == 0) continue;
     a.n_in = n_in;
+    a.elem_bytes = type == DType::kF32 ? 4 : 2;
     a.vec = n_in % e == 0 && Aligned16(x);
     for (size_t k = first; k < first + n; ++k) {
       HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);

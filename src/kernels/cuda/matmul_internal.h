@@ -37,6 +37,18 @@ size_t QuantizedActivationBytes(int64_t n_tok, int64_t n_in);
 QuantizedActivations QuantizeActivations(DType format, const float* x, int64_t n_tok, int64_t n_in, void* buffer,
                                          cudaStream_t stream);
 
+// The op that computes a GEMV input fused with QuantizeActivations (quant_fused.cu; one kernel
+// instead of two, the float result written too): RmsNormQuantize: out = RmsNorm(x) * weight per
+// row of n_cols (y != nullptr: x += y first and stored, as AddRmsNorm; out may alias y or, without
+// y, x); SwiGluQuantize: out = silu(gate) * up, rows of n_in (out may alias gate or up). The
+// quantized values equal QuantizeActivations(format, out) bit for bit. They return false and
+// queue nothing for what they do not take (the caller runs the two steps): rows not a multiple
+// of the format's block, norm rows over 8192 values, pointers not 16-byte aligned.
+bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight, float eps, int64_t n_tok,
+                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q);
+bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
+                    void* buffer, cudaStream_t stream, QuantizedActivations* q);
+
 // out[i] = x[i] rounded to half (bf16 = false) or bfloat16 (bf16 = true), n elements.
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream);
 
@@ -51,13 +63,14 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
 
 // Launch choices of the GEMV kernels, settable for A/B benchmarks (process-wide; the defaults
 // are the ones measured best on H100): programmatic dependent launch of the activation
-// quantization and quantized GEMV (pdl) and of the float GEMV (float_pdl); row groups per
-// block of the quantized kernels (0: persistent, one wave of blocks looping over rows; -1:
-// automatic, 2 for rows of one 2048-value step when there are at least 8192 rows, else 1);
-// rows split over up to 4 warps while a warp would have more than split_stages stages.
+// quantization and quantized GEMV (pdl) and of float GEMV launches with at most
+// float_pdl_max_mb MiB of weights (0: none; HERD_CUDA_FLOAT_PDL_MB sets the initial value); row
+// groups per block of the quantized kernels (0: persistent, one wave of blocks looping over
+// rows; -1: automatic, 2 for rows of one 2048-value step when there are at least 8192 rows,
+// else 1); rows split over up to 4 warps while a warp would have more than split_stages stages.
 struct GemvOptions {
   bool pdl = true;
-  bool float_pdl = false;
+  int64_t float_pdl_max_mb = 64;
   int groups_per_block = -1;
   int split_stages = 2;
 };
@@ -67,6 +80,13 @@ void SetGemvOptions(const GemvOptions& options);
 // The same for F32/F16/BF16 weights of one type with float32 x (products and sums in float32).
 void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const float* x, int64_t n_tok,
                cudaStream_t stream);
+
+// out[t, j] = silu(x · gate[j]) * (x · up[j]) for float gate/up of one type and shape: the two
+// GEMVs of one launch with the SwiGLU in their epilogue (a block computes gate rows and the same
+// up rows; the dot products are GemvFloat's, so out equals GemvFloat + SwiGlu bit for bit).
+// out: [n_tok, gate.rows()].
+void GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+                  cudaStream_t stream);
 
 // Rows [row0, row0 + n_rows) of a quantized w dequantized to half: out [n_rows, w.cols()].
 // Each value is computed in float exactly as ref::DequantizeRow does, then rounded to half.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/ops_cuda.h"
@@ -16,20 +17,6 @@ namespace herd::cuda {
 namespace {
 
 bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
-// Sum over the CTA (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
-__device__ float BlockSum(float v) {
-  __shared__ float partial[32];
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // partial[] may still be read by a previous call
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  const int n_warps = blockDim.x / 32;
-  v = lane < n_warps ? partial[lane] : 0.f;
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // One CTA per row. kAdd: x += y first (stored back). kVec: float4 accesses (n_cols % 4 == 0).
 // y is read only before the block-wide sum and out written only after it, so out may alias y.
@@ -150,8 +137,6 @@ __global__ void RopeKernel(float* x, int64_t n_heads, int64_t head_dim, const in
   PdlWait();
   RopeRotate(x + t * n_heads * head_dim, n_heads, head_dim, half, cs);
 }
-
-__device__ __forceinline__ float Silu(float g) { return g / (1.0f + expf(-g)); }
 
 __global__ void SwiGluVec(const float4* gate, const float4* up, float4* out, int64_t n4) {
   PdlTrigger();

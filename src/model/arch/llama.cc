@@ -283,8 +283,12 @@ class LlamaModel final : public Model {
     }
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
     // h = rms_norm(x) * attn_norm of layer 0 here; of later layers fused into the previous
-    // layer's last residual add (AddRmsNorm: x += ffn_out, then the norm).
-    if (c.n_layer > 0) be.RmsNorm(ws_.x, layers_[0].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+    // layer's last residual add (AddRmsNorm: x += ffn_out, then the norm). Each norm and the
+    // SwiGLU announce the matmul that reads their output (PrepareMatMulInput).
+    if (c.n_layer > 0) {
+      be.PrepareMatMulInput(layers_[0].wq);
+      be.RmsNorm(ws_.x, layers_[0].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+    }
     for (int32_t il = 0; il < c.n_layer; ++il) {
       const LayerWeights& l = layers_[static_cast<size_t>(il)];
       const KvLayerView& cache = kv[static_cast<size_t>(il)];
@@ -294,13 +298,13 @@ class LlamaModel final : public Model {
       be.RopeStoreKv(cache, ab, ws_.q, c.n_head, ws_.k, ws_.v, ws_.pos, inv_freq_, c.n_rot);
       be.PagedAttention(cache, ab, ws_.q, c.n_head, scale, ws_.attn);
       be.MatMul(l.wo, ws_.attn, T, ws_.h);
+      be.PrepareMatMulInput(l.w_gate);
       be.AddRmsNorm(ws_.x, ws_.h, l.ffn_norm, c.rms_eps, T, c.n_embd, ws_.h);
-      const TensorView gate_up[] = {l.w_gate, l.w_up};
-      float* const gate_up_out[] = {ws_.gate, ws_.up};
-      be.MatMulShared(gate_up, ws_.h, T, gate_up_out);
-      be.SwiGlu(ws_.gate, ws_.up, ws_.gate, T * c.n_ff);
+      be.PrepareMatMulInput(l.w_down);
+      be.MatMulSwiGlu(l.w_gate, l.w_up, ws_.h, T, ws_.gate, ws_.up);
       be.MatMul(l.w_down, ws_.gate, T, ws_.h);
       if (il + 1 < c.n_layer) {
+        be.PrepareMatMulInput(layers_[static_cast<size_t>(il) + 1].wq);
         be.AddRmsNorm(ws_.x, ws_.h, layers_[static_cast<size_t>(il) + 1].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
       } else {
         be.Add(ws_.x, ws_.h, T * c.n_embd);

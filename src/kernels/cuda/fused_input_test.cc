@@ -1,0 +1,266 @@
+// Fused GEMV inputs: a norm or SwiGLU that also writes the int8 activations of the quantized
+// GEMV after it (quant_fused.cu, MatMulRunner::FusedRmsNorm / FusedSwiGlu, the backend's
+// PrepareMatMulInput hint).
+//  - Kernels: the quantized bytes equal QuantizeActivations of the kernel's own float output,
+//    bit for bit (every format, padded and unpadded rows); the float output matches the
+//    reference op (RelError 1e-6, as the unfused ops' tests).
+//  - Backend: a hinted norm/SwiGLU followed by the matmul gives exactly the matmul of that
+//    output without the hint; a hint followed by another op, a different matmul input or a
+//    tensor-core-sized batch changes nothing; MatMulSwiGlu equals MatMulShared + SwiGlu.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/matmul_internal.h"
+#include "kernels/ops.h"
+#include "kernels/quants.h"
+
+namespace herd::cuda {
+namespace {
+
+using testing::CudaBackendTest;
+using testing::RandomNormal;
+using testing::RelError;
+
+struct Dev {
+  void* p = nullptr;
+  explicit Dev(size_t bytes) { HERD_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+  ~Dev() { cudaFree(p); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+};
+template <typename T>
+Dev Up(const std::vector<T>& v) {
+  Dev d(v.size() * sizeof(T));
+  HERD_CUDA_CHECK(cudaMemcpy(d.p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+template <typename T>
+std::vector<T> Down(const void* p, size_t n) {
+  std::vector<T> h(n);
+  HERD_CUDA_CHECK(cudaDeviceSynchronize());
+  HERD_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// The fused kernel's buffer against QuantizeActivations of the fused float output, whole buffers
+// (padding included), both poisoned alike first.
+void ExpectSameActivations(DType f, const float* out_dev, int64_t n_tok, int64_t n_in, const Dev& fused) {
+  const size_t bytes = internal::QuantizedActivationBytes(n_tok, n_in);
+  Dev plain(bytes);
+  HERD_CUDA_CHECK(cudaMemset(plain.p, 0x5A, bytes));
+  internal::QuantizeActivations(f, out_dev, n_tok, n_in, plain.p, nullptr);
+  const auto a = Down<uint8_t>(fused.p, bytes), b = Down<uint8_t>(plain.p, bytes);
+  size_t first = bytes;
+  for (size_t i = 0; i < bytes && first == bytes; ++i)
+    if (a[i] != b[i]) first = i;
+  EXPECT_EQ(first, bytes) << "first differing byte of " << bytes;
+}
+
+TEST(FusedQuantKernelTest, NormAndSwiGluWriteTheQuantizationOfTheirOutput) {
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+  for (DType f : {DType::kQ8_0, DType::kQ8_1, DType::kQ8_K}) {
+    for (int64_t n_in : {int64_t{256}, int64_t{2048}, int64_t{4096}, int64_t{2304}, int64_t{8192}}) {
+      for (int64_t n_tok : {1, 3, 8}) {
+        SCOPED_TRACE(std::string(DTypeName(f)) + " n_in=" + std::to_string(n_in) + " n_tok=" + std::to_string(n_tok));
+        const size_t n = static_cast<size_t>(n_tok * n_in);
+        const size_t bytes = internal::QuantizedActivationBytes(n_tok, n_in);
+        // AddRmsNorm + quantization; out aliases y as in the model.
+        auto x = RandomNormal(n, 7 + n_tok, 2.f);
+        const auto y = RandomNormal(n, 8), w = RandomNormal(static_cast<size_t>(n_in), 9);
+        Dev dx = Up(x), dy = Up(y), dw = Up(w), buf(bytes);
+        HERD_CUDA_CHECK(cudaMemset(buf.p, 0x5A, bytes));
+        internal::QuantizedActivations q;
+        ASSERT_TRUE(internal::RmsNormQuantize(f, dx.as<float>(), dy.as<float>(), dw.as<float>(), 1e-5f, n_tok, n_in,
+                                              dy.as<float>(), buf.p, nullptr, &q));
+        EXPECT_EQ(q.format, f);
+        EXPECT_EQ(static_cast<const void*>(q.q), buf.p);
+        ref::Add(x.data(), y.data(), static_cast<int64_t>(n));
+        EXPECT_EQ(Down<float>(dx.p, n), x);  // x += y stored, the same float additions
+        std::vector<float> want(n);
+        ref::RmsNorm(x.data(), w.data(), 1e-5f, n_tok, n_in, want.data());
+        const auto got = Down<float>(dy.p, n);
+        EXPECT_LE(RelError(got.data(), want.data(), n), 1e-6);
+        ExpectSameActivations(f, dy.as<float>(), n_tok, n_in, buf);
+
+        // RmsNorm without the add, in place (out == x).
+        Dev dx2 = Up(x), buf2(bytes);
+        HERD_CUDA_CHECK(cudaMemset(buf2.p, 0x5A, bytes));
+        ASSERT_TRUE(internal::RmsNormQuantize(f, dx2.as<float>(), nullptr, dw.as<float>(), 1e-5f, n_tok, n_in,
+                                              dx2.as<float>(), buf2.p, nullptr, &q));
+        const auto got2 = Down<float>(dx2.p, n);
+        EXPECT_LE(RelError(got2.data(), want.data(), n), 1e-6);
+        ExpectSameActivations(f, dx2.as<float>(), n_tok, n_in, buf2);
+
+        // SwiGLU + quantization, out aliasing gate.
+        const auto g = RandomNormal(n, 10, 3.f), u = RandomNormal(n, 11);
+        Dev dg = Up(g), du = Up(u), buf3(bytes);
+        HERD_CUDA_CHECK(cudaMemset(buf3.p, 0x5A, bytes));
+        ASSERT_TRUE(internal::SwiGluQuantize(f, dg.as<float>(), du.as<float>(), dg.as<float>(), n_tok, n_in, buf3.p,
+                                             nullptr, &q));
+        std::vector<float> want_glu(n);
+        ref::SwiGlu(g.data(), u.data(), want_glu.data(), static_cast<int64_t>(n));
+        const auto got3 = Down<float>(dg.p, n);
+        EXPECT_LE(RelError(got3.data(), want_glu.data(), n), 1e-6);
+        ExpectSameActivations(f, dg.as<float>(), n_tok, n_in, buf3);
+      }
+    }
+  }
+}
+
+TEST(FusedQuantKernelTest, DeclinesWhatItDoesNotTake) {
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+  Dev a(4 * 16384 * 4), buf(internal::QuantizedActivationBytes(4, 16384));
+  internal::QuantizedActivations q;
+  float* p = a.as<float>();
+  // Rows over 8192 values, rows not a multiple of the Q8_K block, unaligned pointers, float formats.
+  EXPECT_FALSE(internal::RmsNormQuantize(DType::kQ8_K, p, nullptr, p, 1e-5f, 1, 16384, p, buf.p, nullptr, &q));
+  EXPECT_FALSE(internal::RmsNormQuantize(DType::kQ8_K, p, nullptr, p, 1e-5f, 1, 2080, p, buf.p, nullptr, &q));
+  EXPECT_FALSE(internal::RmsNormQuantize(DType::kQ8_0, p + 1, nullptr, p, 1e-5f, 1, 2048, p, buf.p, nullptr, &q));
+  EXPECT_FALSE(internal::SwiGluQuantize(DType::kQ8_K, p, p, p, 1, 2080, buf.p, nullptr, &q));
+  EXPECT_FALSE(internal::SwiGluQuantize(DType::kF16, p, p, p, 1, 2048, buf.p, nullptr, &q));
+  EXPECT_TRUE(internal::SwiGluQuantize(DType::kQ8_K, p, p, p, 4, 16384, buf.p, nullptr, &q));  // long rows are fine
+  HERD_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// A random quantized weight: random floats through ref::QuantizeRow.
+std::vector<uint8_t> QuantizedWeight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const auto f = RandomNormal(static_cast<size_t>(rows * cols), seed, 0.05f);
+  std::vector<uint8_t> w(RowBytes(type, cols) * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    ref::QuantizeRow(type, f.data() + r * cols, w.data() + r * RowBytes(type, cols), cols);
+  return w;
+}
+
+class FusedInputBackendTest : public CudaBackendTest {
+ protected:
+  TensorView Weight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+    hosts_.push_back(QuantizedWeight(type, rows, cols, seed));
+    return backend_->PrepareWeight(TensorView::Matrix(type, rows, cols, hosts_.back().data()));
+  }
+  std::vector<std::vector<uint8_t>> hosts_;
+};
+
+TEST_F(FusedInputBackendTest, HintedOpsGiveTheMatmulOfTheirOutput) {
+  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0}) {
+    for (int64_t n_tok : {1, 5, 8, 24}) {  // 24: the tensor-core path (no fusion)
+      SCOPED_TRACE(std::string(DTypeName(type)) + " n_tok=" + std::to_string(n_tok));
+      const int64_t n_embd = 2048, n_ff = 2560, n_q = 512;
+      const TensorView wq = Weight(type, n_q, n_embd, 1), wk = Weight(type, 256, n_embd, 2);
+      const TensorView wd = Weight(type, n_embd, n_ff, 3);
+      float* x = Upload(RandomNormal(static_cast<size_t>(n_tok * n_embd), 4));
+      float* h = Upload(RandomNormal(static_cast<size_t>(n_tok * n_embd), 5));
+      float* norm_w = Upload(RandomNormal(static_cast<size_t>(n_embd), 6));
+      float* q1 = Poisoned<float>(static_cast<size_t>(n_tok * n_q));
+      float* k1 = Poisoned<float>(static_cast<size_t>(n_tok * 256));
+      float* q2 = Poisoned<float>(static_cast<size_t>(n_tok * n_q));
+      float* k2 = Poisoned<float>(static_cast<size_t>(n_tok * 256));
+      // Hinted AddRmsNorm, then Q/K from its output; then the same matmuls again, unhinted.
+      backend_->PrepareMatMulInput(wq);
+      backend_->AddRmsNorm(x, h, norm_w, 1e-5f, n_tok, n_embd, h);
+      const TensorView qk[] = {wq, wk};
+      float* const out1[] = {q1, k1};
+      backend_->MatMulShared(qk, h, n_tok, out1);
+      float* const out2[] = {q2, k2};
+      backend_->MatMulShared(qk, h, n_tok, out2);
+      EXPECT_EQ(Download(q1, n_tok * n_q), Download(q2, n_tok * n_q));
+      EXPECT_EQ(Download(k1, n_tok * 256), Download(k2, n_tok * 256));
+
+      // Hinted SwiGLU (out == gate), then the down projection; then again unhinted.
+      float* gate = Upload(RandomNormal(static_cast<size_t>(n_tok * n_ff), 7, 2.f));
+      float* up = Upload(RandomNormal(static_cast<size_t>(n_tok * n_ff), 8));
+      float* d1 = Poisoned<float>(static_cast<size_t>(n_tok * n_embd));
+      float* d2 = Poisoned<float>(static_cast<size_t>(n_tok * n_embd));
+      backend_->PrepareMatMulInput(wd);
+      backend_->SwiGlu(gate, up, gate, n_tok * n_ff);
+      backend_->MatMul(wd, gate, n_tok, d1);
+      backend_->MatMul(wd, gate, n_tok, d2);
+      EXPECT_EQ(Download(d1, n_tok * n_embd), Download(d2, n_tok * n_embd));
+
+      // A hint broken by an op in between: the matmul sees the changed input.
+      float* d3 = Poisoned<float>(static_cast<size_t>(n_tok * n_embd));
+      float* d4 = Poisoned<float>(static_cast<size_t>(n_tok * n_embd));
+      float* one = Upload(std::vector<float>(static_cast<size_t>(n_tok * n_ff), 0.25f));
+      backend_->PrepareMatMulInput(wd);
+      backend_->SwiGlu(gate, up, gate, n_tok * n_ff);
+      backend_->Add(gate, one, n_tok * n_ff);
+      backend_->MatMul(wd, gate, n_tok, d3);
+      backend_->MatMul(wd, gate, n_tok, d4);
+      EXPECT_EQ(Download(d3, n_tok * n_embd), Download(d4, n_tok * n_embd));
+
+      // A hinted RmsNorm (in place) followed by a matmul of another input: that input is used.
+      float* other = Upload(RandomNormal(static_cast<size_t>(n_tok * n_embd), 9));
+      float* e1 = Poisoned<float>(static_cast<size_t>(n_tok * n_q));
+      float* e2 = Poisoned<float>(static_cast<size_t>(n_tok * n_q));
+      backend_->PrepareMatMulInput(wq);
+      backend_->RmsNorm(x, norm_w, 1e-5f, n_tok, n_embd, x);
+      backend_->MatMul(wq, other, n_tok, e1);
+      backend_->MatMul(wq, other, n_tok, e2);
+      EXPECT_EQ(Download(e1, n_tok * n_q), Download(e2, n_tok * n_q));
+      // ... and the norm itself still ran.
+      EXPECT_TRUE(std::isfinite(Download(x, 1)[0]));
+    }
+  }
+}
+
+// MatMulSwiGlu (float weights: one GEMV launch with the SwiGLU in its epilogue; other types and
+// batches: MatMulShared + SwiGlu) against MatMulShared + SwiGlu, exactly, and against the
+// reference (dequantized weights, double sums) within 1e-5.
+TEST_F(FusedInputBackendTest, MatMulSwiGluEqualsMatMulThenSwiGlu) {
+  for (DType type : {DType::kF16, DType::kBF16, DType::kF32, DType::kQ4_K}) {
+    for (int64_t n_ff : {int64_t{2560}, int64_t{13}}) {
+      for (int64_t n_in : {int64_t{2048}, int64_t{260}}) {
+        if (type == DType::kQ4_K && n_in % 256 != 0) continue;
+        for (int64_t n_tok : {1, 3}) {
+          SCOPED_TRACE(std::string(DTypeName(type)) + " " + std::to_string(n_in) + "->" + std::to_string(n_ff) +
+                       " n_tok=" + std::to_string(n_tok));
+          const TensorView g = Weight(type, n_ff, n_in, 21), u = Weight(type, n_ff, n_in, 22);
+          const auto hx = RandomNormal(static_cast<size_t>(n_tok * n_in), 23);
+          float* x = Upload(hx);
+          const auto n = static_cast<size_t>(n_tok * n_ff);
+          float* out1 = Poisoned<float>(n);
+          float* scratch = Poisoned<float>(n);
+          backend_->MatMulSwiGlu(g, u, x, n_tok, out1, scratch);
+          float* out2 = Poisoned<float>(n);
+          float* up2 = Poisoned<float>(n);
+          const TensorView ws[] = {g, u};
+          float* const ys[] = {out2, up2};
+          backend_->MatMulShared(ws, x, n_tok, ys);
+          backend_->SwiGlu(out2, up2, out2, static_cast<int64_t>(n));
+          const auto got = Download(out1, n);
+          EXPECT_EQ(got, Download(out2, n));
+          // Reference: dequantized weights, double dot products, then silu * up.
+          std::vector<float> want(n), gw(static_cast<size_t>(n_in)), uw(static_cast<size_t>(n_in));
+          const std::vector<uint8_t>& gh = hosts_[hosts_.size() - 2];
+          const std::vector<uint8_t>& uh = hosts_.back();
+          for (int64_t j = 0; j < n_ff; ++j) {
+            ref::DequantizeRow(type, gh.data() + j * RowBytes(type, n_in), gw.data(), n_in);
+            ref::DequantizeRow(type, uh.data() + j * RowBytes(type, n_in), uw.data(), n_in);
+            for (int64_t t = 0; t < n_tok; ++t) {
+              double a = 0, b = 0;
+              for (int64_t i = 0; i < n_in; ++i)
+                a += double{gw[i]} * hx[t * n_in + i], b += double{uw[i]} * hx[t * n_in + i];
+              want[t * n_ff + j] = static_cast<float>(a / (1 + std::exp(-a)) * b);
+            }
+          }
+          // Float weights at n_tok 1 (the fp32 GEMV) 1e-5; from 2 tokens on the tensor cores take x
+          // rounded to half / bfloat16 (F16/BF16: 1e-2); Q4_K: int8 activations (2e-2).
+          const bool fp32_x = type == DType::kF32 || (type != DType::kQ4_K && n_tok == 1);
+          EXPECT_LE(RelError(got.data(), want.data(), n), fp32_x ? 1e-5 : 2e-2);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace herd::cuda
