@@ -217,7 +217,7 @@ TEST_F(FusedInputBackendTest, HintedOpsGiveTheMatmulOfTheirOutput) {
 // reference (dequantized weights, double sums) within 1e-5.
 TEST_F(FusedInputBackendTest, MatMulSwiGluEqualsMatMulThenSwiGlu) {
   for (DType type : {DType::kF16, DType::kBF16, DType::kF32, DType::kQ4_K}) {
-    for (int64_t n_ff : {int64_t{2560}, int64_t{13}}) {
+    for (int64_t n_ff : {int64_t{2560}, int64_t{1001}, int64_t{13}}) {  // 13: rows split 4 ways, unfused
       for (int64_t n_in : {int64_t{2048}, int64_t{260}}) {
         if (type == DType::kQ4_K && n_in % 256 != 0) continue;
         for (int64_t n_tok : {1, 3}) {

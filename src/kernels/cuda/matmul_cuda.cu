@@ -259,8 +259,8 @@ bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, co
       !m.UseGemv(gate.type, n_tok)) {
     return false;  // a prepared (quantized) x stays for the caller's MatMulShared
   }
+  if (!internal::GemvFloatGlu(gate, up, x, n_tok, out, m.stream)) return false;
   m.prepared = Impl::Prepared{};
-  internal::GemvFloatGlu(gate, up, x, n_tok, out, m.stream);
   return true;
 }
 

@@ -523,11 +523,10 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
   HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(type).data());
 }
 
-void GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
                   cudaStream_t stream) {
   HERD_CHECK(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols());
   HERD_CHECK(gate.rows() < INT_MAX / 2);
-  if (n_tok == 0 || gate.rows() == 0) return;
   const DType type = gate.type;
   const int64_t n_in = gate.cols();
   const int e = type == DType::kF32 ? 4 : 8;
@@ -538,7 +537,10 @@ void GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
   a.n_in = n_in;
   a.elem_bytes = type == DType::kF32 ? 4 : 2;
   a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
-  a.wpr = std::min(2, WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, INT_MAX));  // >= 2 rows per block
+  // GemvFloat's split of the same rows; a block must hold a gate row and its up row (wpr <= 2).
+  a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, INT_MAX);
+  if (a.wpr > 2) return false;
+  if (n_tok == 0 || gate.rows() == 0) return true;
   a.n_glu = static_cast<int>(gate.rows());
   const int half = kWarps / a.wpr / 2;
   const int blocks = (a.n_glu + half - 1) / half;
@@ -554,6 +556,7 @@ void GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
       default: HERD_CHECK_MSG(false, "GemvFloatGlu: %s is not a float type", DTypeName(type).data());
     }
   }
+  return true;
 }
 
 void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const float* x, int64_t n_tok,

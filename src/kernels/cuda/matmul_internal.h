@@ -84,8 +84,9 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
 // out[t, j] = silu(x · gate[j]) * (x · up[j]) for float gate/up of one type and shape: the two
 // GEMVs of one launch with the SwiGLU in their epilogue (a block computes gate rows and the same
 // up rows; the dot products are GemvFloat's, so out equals GemvFloat + SwiGlu bit for bit).
-// out: [n_tok, gate.rows()].
-void GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+// out: [n_tok, gate.rows()]. Returns false, queueing nothing, where GemvFloat would split a row
+// over more than 2 warps (fewer than ~512 rows each: tiny models).
+bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
                   cudaStream_t stream);
 
 // Rows [row0, row0 + n_rows) of a quantized w dequantized to half: out [n_rows, w.cols()].
