@@ -225,8 +225,10 @@ struct LQuant {
 // ---- Float weights (F32, F16, BF16) against float activations. ----
 // FDec provides Load(row, k) -> F (FL elements from element k) and kElemBytes.
 // Float weights stream straight from memory at decode; the hardware prefetchers alone left
-// ~10% of the bandwidth unused on the 2-core dev VM (F16 1B decode 10.2 -> 11.1 tok/s with 1 KiB;
-// 512 B 11.0, 2 KiB 10.3, 4 KiB 10.5; bench/results/cpu-models-2026-11-22.md).
+// 10-15% of the bandwidth unused on the 2-core dev VM. Each row of a tile is prefetched
+// kFloatPrefetchBytes ahead, and near its end the same offset of the next tile's row, so a new
+// tile does not start cold (F16 1B decode: none 10.2, 1 KiB ahead 11.1, + next tile 11.2-11.3
+// tok/s in A/B pairs; 512 B 11.0, 2 KiB 10.3, 4 KiB 10.5; bench/results/cpu-models-2026-11-22.md).
 inline constexpr int64_t kFloatPrefetchBytes = 1024;
 
 template <class V, class FDec>
@@ -243,12 +245,18 @@ struct FloatW {
     for (int i = 0; i < R; ++i)
       for (int j = 0; j < C; ++j) acc[i][j] = V::ZeroF();
     const int64_t n = a.n_in;
+    const int64_t row_bytes = n * static_cast<int64_t>(FDec::kElemBytes);
     int64_t k = 0;
     for (; k + V::FL <= n; k += V::FL) {
       F wv[R];
-      // Software prefetch kFloatPrefetchBytes ahead in each row (never faults past the end).
+      // Software prefetch (never faults, also past the last row).
+      {
+        // Past the row's end, the same offset in row i + R (the next tile's row i).
+        const int64_t off = k * static_cast<int64_t>(FDec::kElemBytes) + kFloatPrefetchBytes;
+        const int64_t jump = off >= row_bytes ? R * static_cast<int64_t>(a.w_stride) - row_bytes : 0;
 #pragma GCC unroll 8
-      for (int i = 0; i < R; ++i) __builtin_prefetch(w[i] + k * FDec::kElemBytes + kFloatPrefetchBytes, 0, 3);
+        for (int i = 0; i < R; ++i) __builtin_prefetch(w[i] + off + jump, 0, 3);
+      }
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) wv[i] = FDec::Load(w[i] + k * FDec::kElemBytes);
 #pragma GCC unroll 8
