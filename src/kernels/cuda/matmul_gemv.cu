@@ -53,6 +53,12 @@ constexpr int kStages = 3;        // shared-memory ring depth per warp
 constexpr int kMaxTok = 8;        // tokens per launch
 constexpr int kMaxSegs = 4;       // weights per launch
 constexpr int kWantWarps = 4096;  // split rows over more warps while the grid has fewer
+// Float GEMV: split a row only while each part keeps at least this many 512-byte units (the
+// float grid target is GemvOptions::float_want_warps). On H100 decode with float_want_warps
+// 16384 instead of 4096, llama-3.1-8b F16 gained 0.7-1.2% (its 4096-6144-row matrices split 4
+// ways) and llama-3.2-1b F16 lost 2-3% (its down projection split 4 ways): default kept at 4096
+// (bench/results/cuda-models-2026-11-22.md).
+constexpr int64_t kFloatMinUnits = 4;
 
 // The weights of one launch: rows [row0[s], row0[s+1]) of the concatenation are rows of seg s.
 struct Segs {
@@ -367,6 +373,14 @@ int64_t FloatPdlMbFromEnvironment() {
 std::atomic<bool> g_pdl{true};
 std::atomic<int> g_groups_per_block{-1};
 std::atomic<int64_t> g_float_pdl_max_mb{FloatPdlMbFromEnvironment()};
+// HERD_CUDA_FLOAT_WANT_WARPS / HERD_CUDA_FLOAT_PER_PART: the initial values of
+// GemvOptions::float_want_warps / float_per_part.
+int64_t EnvOr(const char* name, int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoll(e);
+}
+std::atomic<int64_t> g_float_want_warps{EnvOr("HERD_CUDA_FLOAT_WANT_WARPS", GemvOptions{}.float_want_warps)};
+std::atomic<int64_t> g_float_per_part{EnvOr("HERD_CUDA_FLOAT_PER_PART", GemvOptions{}.float_per_part)};
 std::atomic<int> g_split_stages{kStages - 1};
 
 // Resident blocks of `kernel` on the whole device (SMs x occupancy). The caller caches it per
@@ -438,10 +452,14 @@ void LaunchByTok(const Args& a, int blocks, int per_block, cudaStream_t stream) 
 bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 // Warps per row: split rows (up to 4 ways, at most one part per unit of work) while a part has
-// more than `per_part` units or the grid has fewer than kWantWarps warps.
-int WarpsPerRow(int64_t rows, int64_t units, int64_t per_part) {
+// more than `per_part` units or the grid has fewer than `want` warps.
+// min_units: a split must leave each part at least that many units.
+int WarpsPerRow(int64_t rows, int64_t units, int64_t per_part, int64_t want = kWantWarps, int64_t min_units = 1) {
   int wpr = 1;
-  while (wpr < kWarps && wpr < units && ((units + wpr - 1) / wpr > per_part || rows * wpr < kWantWarps)) wpr *= 2;
+  while (wpr < kWarps && (min_units > 1 ? units >= 2 * wpr * min_units : wpr < units) &&
+         ((units + wpr - 1) / wpr > per_part || rows * wpr < want)) {
+    wpr *= 2;
+  }
   return wpr;
 }
 
@@ -474,6 +492,8 @@ bool GemvProgrammaticLaunch() { return g_pdl.load(std::memory_order_relaxed); }
 void SetGemvOptions(const GemvOptions& o) {
   g_pdl.store(o.pdl);
   g_float_pdl_max_mb.store(o.float_pdl_max_mb);
+  g_float_want_warps.store(o.float_want_warps);
+  g_float_per_part.store(o.float_per_part);
   g_groups_per_block.store(o.groups_per_block);
   g_split_stages.store(o.split_stages);
 }
@@ -538,7 +558,8 @@ bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
   a.elem_bytes = type == DType::kF32 ? 4 : 2;
   a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
   // GemvFloat's split of the same rows; a block must hold a gate row and its up row (wpr <= 2).
-  a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, INT_MAX);
+  a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
+                      kFloatMinUnits);
   if (a.wpr > 2) return false;
   if (n_tok == 0 || gate.rows() == 0) return true;
   a.n_glu = static_cast<int>(gate.rows());
@@ -578,7 +599,8 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
       a.vec = a.vec && Aligned16(ws[k].data);
     }
     // Split rows (4 vectors per lane in flight) only while the grid has few warps.
-    a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, INT_MAX);
+    a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
+                        kFloatMinUnits);
     const int rows_per_block = kWarps / a.wpr;
     const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {

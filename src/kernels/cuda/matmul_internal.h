@@ -67,10 +67,14 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
 // float_pdl_max_mb MiB of weights (0: none; HERD_CUDA_FLOAT_PDL_MB sets the initial value); row
 // groups per block of the quantized kernels (0: persistent, one wave of blocks looping over
 // rows; -1: automatic, 2 for rows of one 2048-value step when there are at least 8192 rows,
-// else 1); rows split over up to 4 warps while a warp would have more than split_stages stages.
+// else 1); rows split over up to 4 warps while a warp would have more than split_stages stages;
+// float rows split while the grid has fewer than float_want_warps warps or a part has more than
+// float_per_part 512-byte units (HERD_CUDA_FLOAT_WANT_WARPS / _PER_PART set the initial values).
 struct GemvOptions {
   bool pdl = true;
   int64_t float_pdl_max_mb = 64;
+  int64_t float_want_warps = 4096;
+  int64_t float_per_part = int64_t{1} << 40;
   int groups_per_block = -1;
   int split_stages = 2;
 };
