@@ -83,6 +83,28 @@ int32_t Sampler::Draw(const float* logits) {
     }
     c.resize(m);
   }
+  return DrawFromCandidates(u);
+}
+
+bool Sampler::TakesTopCandidates(int32_t max_k) const {
+  const SamplingParams& p = params_;
+  return !p.greedy() && p.top_k > 0 && p.top_k <= max_k && p.top_k < n_vocab_ && p.logit_bias.empty() &&
+         !p.penalties_on() && !p.logprobs && p.n_probs == 0;
+}
+
+SampledToken Sampler::SampleTopCandidates(std::span<const Candidate> top) {
+  HERD_CHECK(TakesTopCandidates(params_.top_k));
+  const double u = Uniform();  // drawn first, as in Draw
+  const size_t k = std::min(top.size(), static_cast<size_t>(params_.top_k));
+  scratch_.assign(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k));
+  SampledToken out;
+  out.id = DrawFromCandidates(u);
+  return out;
+}
+
+int32_t Sampler::DrawFromCandidates(double u) {
+  const SamplingParams& p = params_;
+  std::vector<Candidate>& c = scratch_;
   if (c.empty()) return 0;  // every token banned
 
   if (p.typical_p < 1.0f && c.size() > 1) TypicalP(c, p.typical_p, &work_);

@@ -67,6 +67,16 @@ class Sampler {
   // result is token 0 (with logprob -inf when logprobs are requested).
   SampledToken Sample(float* logits);
 
+  // Whether SampleTopCandidates can stand in for Sample: a non-greedy draw with 0 < top_k <=
+  // max_k (top_k < n_vocab) and nothing that needs the whole row (logit bias, penalties,
+  // logprobs / n_probs).
+  bool TakesTopCandidates(int32_t max_k) const;
+  // Sample for such a sampler from the row's most likely tokens instead of the row: `top` holds
+  // at least min(top_k, number of finite logits) of them, most likely first (MoreLikely: higher
+  // logit, lower id on ties; no -inf or NaN), e.g. a device's top-k pass. Consumes one draw and
+  // returns what Sample(row) would return, bit for bit.
+  SampledToken SampleTopCandidates(std::span<const Candidate> top);
+
   // Records a token of the sequence (prompt tokens and generated ones) in the penalty window.
   void Accept(int32_t id);
   void Accept(std::span<const int32_t> ids) {
@@ -85,6 +95,8 @@ class Sampler {
 
   void Report(const float* logits, SampledToken* out) const;
   int32_t Draw(const float* logits);
+  // Stages 5-9 on scratch_ (the candidates after top-k) with the uniform u.
+  int32_t DrawFromCandidates(double u);
   double Uniform();  // in [0, 1), 53 random bits
 
   SamplingParams params_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -66,6 +67,45 @@ TEST(SamplerTest, TopK1EqualsGreedy) {
     EXPECT_EQ(SampleCopy(topk, l), SampleCopy(greedy, l));
     EXPECT_EQ(SampleCopy(greedy, l), i);
   }
+}
+
+// SampleTopCandidates (the device top-k path) against Sample on the whole row: the same tokens,
+// draw for draw, for rows with ties, -inf and NaN, and the truncation stages after top-k.
+TEST(SamplerTest, TopCandidatesGiveTheSameTokensAsTheRow) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    int top_k;
+    float top_p, min_p, typical_p, temperature;
+  };
+  const Case cases[] = {{40, 0.9f, 0.0f, 1.0f, 0.8f}, {1, 1.0f, 0.0f, 1.0f, 1.0f}, {64, 0.95f, 0.05f, 1.0f, 1.3f},
+                        {7, 1.0f, 0.0f, 0.7f, 0.5f},  {20, 0.5f, 0.2f, 1.0f, 2.0f}};
+  for (const Case& c : cases) {
+    SamplingParams p = Seeded(77 + c.top_k);
+    p.top_k = c.top_k, p.top_p = c.top_p, p.min_p = c.min_p, p.typical_p = c.typical_p;
+    p.temperature = c.temperature;
+    Sampler row = Make(p, 500), top = Make(p, 500);
+    ASSERT_TRUE(top.TakesTopCandidates(64));
+    EXPECT_FALSE(top.TakesTopCandidates(c.top_k - 1));
+    for (int i = 0; i < 200; ++i) {
+      std::vector<float> l = RandomLogits(500, 1000 + i);  // steps of 0.001: many ties
+      if (i % 3 == 0) l[i] = nan, l[i + 1] = -inf;
+      if (i % 50 == 7) std::fill(l.begin(), l.end(), -inf);  // every token banned
+      std::vector<Candidate> best;
+      TopKFromLogits(l.data(), 500, 64, best);  // what a device returns for K = 64
+      EXPECT_EQ(top.SampleTopCandidates(best).id, SampleCopy(row, l)) << "k " << c.top_k << " step " << i;
+    }
+  }
+  SamplingParams g;
+  g.temperature = 0;
+  EXPECT_FALSE(Make(g, 500).TakesTopCandidates(64));  // greedy: the argmax path
+  SamplingParams pen = Seeded(1);
+  pen.top_k = 40;
+  pen.repeat_penalty = 1.1f;
+  EXPECT_FALSE(Make(pen, 500).TakesTopCandidates(64));
+  SamplingParams lp = Seeded(1);
+  lp.top_k = 40;
+  lp.logprobs = true;
+  EXPECT_FALSE(Make(lp, 500).TakesTopCandidates(64));
 }
 
 TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {
