@@ -184,6 +184,35 @@ TEST(EngineTest, NChoicesShareThePromptAndEachMatchesItsOwnSeed) {
   EXPECT_EQ(f.engine->stats().prompt_tokens_computed, 40);  // the prompt ran once
 }
 
+// Sampling from the device's top-k candidates (ModelRunner on a GPU backend: every row greedy or
+// a top_k <= 64 draw) gives the tokens of sampling the whole row (HERD_DEVICE_ARGMAX=0 copies the
+// logits). Meaningful with HERD_TEST_DEVICE=cuda; on host backends both runs copy logits.
+TEST(EngineTest, TopKDrawsFromDeviceCandidatesMatchTheWholeRow) {
+  std::vector<GenerationRequest> reqs;
+  const int top_ks[] = {40, 1, 64, 7};
+  for (int i = 0; i < 4; ++i) {
+    GenerationRequest r;
+    r.prompt = Prompt(20 + 7 * i, 50 + i, Vocab());
+    r.sampling.temperature = 0.5f + 0.3f * static_cast<float>(i);
+    r.sampling.top_k = top_ks[i];
+    r.sampling.top_p = i == 2 ? 0.9f : 1.0f;
+    r.sampling.min_p = i == 3 ? 0.05f : 0.0f;
+    r.sampling.seed = 70 + static_cast<uint64_t>(i);
+    r.max_tokens = 24;
+    r.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  reqs.push_back(Greedy(Prompt(33, 60, Vocab()), 24));  // greedy rows ride along (first candidate)
+  Fixture device = Make(EngineSetup{});
+  const auto got = Together(*device.engine, reqs);
+  setenv("HERD_DEVICE_ARGMAX", "0", 1);
+  Fixture host = Make(EngineSetup{});
+  unsetenv("HERD_DEVICE_ARGMAX");
+  const auto want = Together(*host.engine, reqs);
+  ExpectSameTokens(got, want);
+  for (const auto& o : got) EXPECT_EQ(o.tokens.at(0).size(), 24u);
+}
+
 TEST(EngineTest, GreedyNChoicesAreIdentical) {
   GenerationRequest r = Greedy(Prompt(33, 4, Vocab()), 8);
   r.n = 4;

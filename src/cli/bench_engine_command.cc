@@ -43,8 +43,11 @@ struct BenchEngineOptions {
   int batch_tokens = 512;
   int threads = 0;
   int seed = 1;
-  double rate = 0;   // requests/s, Poisson arrivals; 0: submit whenever a slot is free
-  int distinct = 0;  // 0: every prompt different; else prompts cycle through this many
+  double rate = 0;        // requests/s, Poisson arrivals; 0: submit whenever a slot is free
+  int distinct = 0;       // 0: every prompt different; else prompts cycle through this many
+  float temperature = 0;  // 0: greedy
+  int top_k = 0;          // with temperature > 0: top-k truncation (0: off)
+  float top_p = 1;
   bool no_prefix_cache = false;
   bool no_coalesce = false;
   bool json = false;
@@ -121,7 +124,10 @@ void RunBenchEngine(const BenchEngineOptions& o) {
       while (static_cast<int>(r.prompt.size()) < o.prompt_len) r.prompt.push_back(token());
       if (o.distinct > 0) distinct.push_back(r.prompt);
     }
-    r.sampling.temperature = 0.0f;
+    r.sampling.temperature = o.temperature;
+    r.sampling.top_k = o.top_k;
+    r.sampling.top_p = o.top_p;
+    if (o.temperature > 0) r.sampling.seed = rng();  // greedy runs keep the prompts of earlier versions
     r.max_tokens = o.gen_len;
     r.ignore_eos = true;
     return r;
@@ -289,6 +295,10 @@ void AddBenchEngineCommand(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all cores)");
   cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable automatic prefix caching");
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature of every request (0: greedy)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "Top-k of every request (0: off)")->capture_default_str();
+  cmd->add_option("--top-p", o->top_p, "Top-p of every request (1: off)")->capture_default_str();
   cmd->add_option("--request-rate", o->rate, "Poisson arrivals at this many requests/s (0: closed loop)");
   cmd->add_option("--distinct-prompts", o->distinct, "Draw prompts from this many distinct ones (0: all distinct)");
   cmd->add_flag("--no-coalesce", o->no_coalesce, "Compute identical greedy requests separately");

@@ -262,6 +262,23 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
     for (size_t i = 0; i < out.sampled.size(); ++i) SampleAndEmit(out.sampled[i], nullptr, now, out.argmax[i]);
     return;
   }
+  if (out.top_k > 0) {  // each row's top-k candidates came back (ModelRunner: greedy or top-k draws)
+    std::vector<Candidate> top;
+    for (size_t i = 0; i < out.sampled.size(); ++i) {
+      Sequence* s = out.sampled[i];
+      top.clear();
+      for (int32_t j = 0; j < out.top_k; ++j) {
+        const size_t at = i * static_cast<size_t>(out.top_k) + static_cast<size_t>(j);
+        if (out.topk_ids[at] < 0) break;
+        top.push_back(Candidate{out.topk_ids[at], out.topk_logits[at], 0.0f});
+      }
+      // Greedy: the most likely candidate (-1 when the row had no number, an error below).
+      const int32_t id =
+          s->sampler->params().greedy() ? (top.empty() ? -1 : top[0].id) : s->sampler->SampleTopCandidates(top).id;
+      SampleAndEmit(s, nullptr, now, id);
+    }
+    return;
+  }
   std::vector<std::pair<Sequence*, float*>> rows;
   std::vector<std::vector<float>> fork_rows;
   fork_rows.reserve(out.sampled.size() * static_cast<size_t>(options_.max_n));
@@ -294,7 +311,7 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
     t = seq->sampler->Sample(logits);
   } else if (device_argmax >= 0) {
     t.id = device_argmax;  // what Sample would return for a plain greedy sequence
-  } else {  // ArgMaxRows found no number in the row: the model produced NaNs
+  } else {                 // ArgMaxRows found no number in the row: the model produced NaNs
     FinishSequence(seq, FinishReason::kError, "", now, Internal("the model's logits are not numbers (NaN)"));
     return;
   }

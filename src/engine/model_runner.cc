@@ -1,5 +1,6 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -39,6 +40,14 @@ bool PlainGreedy(const Sequence& s) {
   if (!s.sampler || s.constraint != nullptr) return false;
   const SamplingParams& p = s.sampler->params();
   if (!p.greedy() || p.penalties_on() || !p.logit_bias.empty() || p.logprobs || p.n_probs > 0) return false;
+  return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
+}
+
+// True when the sequence's next token can be drawn from its row's top-k candidates on the
+// device (Sampler::TakesTopCandidates; no constraint, no n > 1 fork at this step).
+bool TopCandidatesDraw(const Sequence& s) {
+  if (!s.sampler || s.constraint != nullptr) return false;
+  if (!s.sampler->TakesTopCandidates(Backend::kMaxTopK)) return false;
   return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
 }
 
@@ -89,13 +98,30 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
   }
   b.block_tables.resize(n_tables);
   e.block_tables.resize(n_embed_tables);
+  // What leaves the device: only ids when every sampled sequence is plain greedy; each row's
+  // top-k candidates when every one is plain greedy or samples from a small top_k; else logits.
   b.argmax_only = device_argmax_ && !out->sampled.empty();
-  for (const Sequence* s : out->sampled) b.argmax_only = b.argmax_only && PlainGreedy(*s);
+  bool top_ok = b.argmax_only;
+  int32_t top_k = 1;
+  for (const Sequence* s : out->sampled) {
+    const bool greedy = PlainGreedy(*s);
+    b.argmax_only = b.argmax_only && greedy;
+    const bool draws = !greedy && TopCandidatesDraw(*s);
+    top_ok = top_ok && (greedy || draws);
+    if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
+  }
+  b.top_k = !b.argmax_only && top_ok ? top_k : 0;
   out->argmax_only = b.argmax_only;
-  out->argmax.resize(b.argmax_only ? b.logit_rows.size() : 0);
-  out->logits.resize(b.argmax_only ? 0 : b.logit_rows.size() * static_cast<size_t>(n_vocab_));
+  out->top_k = b.top_k;
+  const size_t rows = b.logit_rows.size();
+  out->argmax.resize(b.argmax_only ? rows : 0);
+  out->topk_ids.resize(rows * static_cast<size_t>(b.top_k));
+  out->topk_logits.resize(rows * static_cast<size_t>(b.top_k));
+  out->logits.resize(b.argmax_only || b.top_k > 0 ? 0 : rows * static_cast<size_t>(n_vocab_));
   if (!b.tokens.empty()) {
-    HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), out->logits.data(), out->argmax.data()));
+    float* logits = b.top_k > 0 ? out->topk_logits.data() : out->logits.data();
+    int32_t* ids = b.top_k > 0 ? out->topk_ids.data() : out->argmax.data();
+    HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), logits, ids));
   }
   out->hidden.resize(e.logit_rows.size() * static_cast<size_t>(model_->config().n_embd));
   if (!e.tokens.empty()) out->embed_status = model_->Embed(e, cache_->layers(), out->hidden.data());

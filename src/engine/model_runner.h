@@ -37,6 +37,13 @@ struct StepOutput {
   // logit_bias, logprobs, constraint or n > 1 fork): the device returned only argmax[i].
   bool argmax_only = false;
   std::vector<int32_t> argmax;  // [sampled.size()] when argmax_only
+  // Every sampled sequence is plain greedy or draws with a top_k <= Backend::kMaxTopK and
+  // nothing else that needs the whole row (Sampler::TakesTopCandidates): the device returned
+  // each row's top_k most likely tokens, topk_ids / topk_logits [sampled.size(), top_k] (id -1
+  // past a row's count); logits and argmax are empty.
+  int32_t top_k = 0;
+  std::vector<int32_t> topk_ids;
+  std::vector<float> topk_logits;
   std::vector<EmbeddedChunk> embedded;
   std::vector<float> hidden;  // [rows, n_embd]
   Status embed_status;        // Model::Embed's result: failing only the embedding chunks' requests

@@ -82,6 +82,12 @@ class Backend {
   // win; -1 for a row without a number); ids in this backend's memory. Greedy decoding on the
   // device: only the ids travel back. Default: a host loop (host backends).
   virtual void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids);
+  // The k most likely entries of each row of x: [n_rows, n_cols] (higher value first, the lower
+  // index on ties; NaN and -inf never taken): ids, vals: [n_rows, k] in this backend's memory,
+  // slots past a row's count of such entries get id -1. 1 <= k <= kMaxTopK. Sampling on the
+  // device: only k candidates per row travel back. Default: a host loop (host backends).
+  static constexpr int32_t kMaxTopK = 64;
+  virtual void TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals);
 
   // --- hints ---
   // Declares that the op called next (RmsNorm, AddRmsNorm or SwiGlu) computes the input x of the

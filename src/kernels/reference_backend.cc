@@ -1,7 +1,10 @@
 // ReferenceBackend: host memory, every op from kernels/reference, one thread. The oracle the
 // optimized backends are compared against (forward-pass tests run the same model on both).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "base/check.h"
 #include "kernels/backend.h"
@@ -64,6 +67,26 @@ void Backend::ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t
       if (row[i] == row[i] && (best < 0 || row[i] > row[best])) best = static_cast<int32_t>(i);
     }
     ids[r] = best;
+  }
+}
+
+void Backend::TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals) {
+  HERD_CHECK(k >= 1 && k <= kMaxTopK);
+  std::vector<int32_t> idx;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* row = x + r * n_cols;
+    idx.clear();
+    for (int64_t i = 0; i < n_cols; ++i) {
+      if (row[i] > -std::numeric_limits<float>::infinity()) idx.push_back(static_cast<int32_t>(i));  // not NaN
+    }
+    const size_t m = std::min(idx.size(), static_cast<size_t>(k));
+    std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(m), idx.end(),
+                      [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    for (int32_t j = 0; j < k; ++j) {
+      const bool has = static_cast<size_t>(j) < m;
+      ids[r * k + j] = has ? idx[static_cast<size_t>(j)] : -1;
+      vals[r * k + j] = has ? row[idx[static_cast<size_t>(j)]] : -std::numeric_limits<float>::infinity();
+    }
   }
 }
 

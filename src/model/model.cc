@@ -28,7 +28,12 @@ void EnsureBuiltinArchitectures() {
 
 Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const {
   if (tokens.empty()) return InvalidArgument("empty batch");
-  if (pos.size() != tokens.size() || seq.size() != tokens.size()) return InvalidArgument("batch arrays differ in length");
+  if (top_k < 0 || top_k > Backend::kMaxTopK || (top_k > 0 && argmax_only)) {
+    return InvalidArgument(
+        StrFormat("top_k %d: must be in [0, %d] and not with argmax_only", top_k, Backend::kMaxTopK));
+  }
+  if (pos.size() != tokens.size() || seq.size() != tokens.size())
+    return InvalidArgument("batch arrays differ in length");
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= n_vocab) {
       return InvalidArgument(StrFormat("token id %d out of range [0, %d)", tokens[i], n_vocab));
@@ -39,7 +44,8 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
     if (pos[i] < 0) return InvalidArgument(StrFormat("negative position %d", pos[i]));
     const auto& table = block_tables[static_cast<size_t>(seq[i])];
     if (static_cast<size_t>(pos[i] / block_size) >= table.size()) {
-      return InvalidArgument(StrFormat("position %d is beyond the %zu blocks of sequence %d", pos[i], table.size(), seq[i]));
+      return InvalidArgument(
+          StrFormat("position %d is beyond the %zu blocks of sequence %d", pos[i], table.size(), seq[i]));
     }
   }
   for (const auto& table : block_tables) {

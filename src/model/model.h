@@ -31,6 +31,10 @@ struct ForwardBatch {
   // Greedy decoding on the device: when true, Forward returns only each logit row's argmax (in
   // `argmax`) and leaves `logits` unwritten; the [n_rows, n_vocab] logits never leave the device.
   bool argmax_only = false;
+  // Sampling on the device: when > 0 (at most Backend::kMaxTopK, not with argmax_only), Forward
+  // returns each logit row's top_k most likely entries (Backend::TopKRows: ids in `argmax`,
+  // [n_rows * top_k], their logits in `logits`, [n_rows * top_k]; id -1 past a row's count).
+  int32_t top_k = 0;
 
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   Status Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const;
@@ -44,7 +48,8 @@ class Model {
   // Runs the batch. kv: one view per layer ([n_layer]). logits (host memory):
   // [batch.logit_rows.size(), n_vocab] float32, or with batch.argmax_only the rows' argmax in
   // argmax (host memory, [batch.logit_rows.size()]; see ArgMax in sampling: first index of the
-  // largest value). Errors: invalid batch (ids out of range, positions beyond a block table).
+  // largest value), or with batch.top_k each row's top_k candidates (see ForwardBatch::top_k).
+  // Errors: invalid batch (ids out of range, positions beyond a block table, a bad top_k).
   virtual Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits,
                          int32_t* argmax = nullptr) = 0;
 

@@ -77,8 +77,11 @@ TEST(SamplerTest, TopCandidatesGiveTheSameTokensAsTheRow) {
     int top_k;
     float top_p, min_p, typical_p, temperature;
   };
-  const Case cases[] = {{40, 0.9f, 0.0f, 1.0f, 0.8f}, {1, 1.0f, 0.0f, 1.0f, 1.0f}, {64, 0.95f, 0.05f, 1.0f, 1.3f},
-                        {7, 1.0f, 0.0f, 0.7f, 0.5f},  {20, 0.5f, 0.2f, 1.0f, 2.0f}};
+  const Case cases[] = {{40, 0.9f, 0.0f, 1.0f, 0.8f},
+                        {1, 1.0f, 0.0f, 1.0f, 1.0f},
+                        {64, 0.95f, 0.05f, 1.0f, 1.3f},
+                        {7, 1.0f, 0.0f, 0.7f, 0.5f},
+                        {20, 0.5f, 0.2f, 1.0f, 2.0f}};
   for (const Case& c : cases) {
     SamplingParams p = Seeded(77 + c.top_k);
     p.top_k = c.top_k, p.top_p = c.top_p, p.min_p = c.min_p, p.typical_p = c.typical_p;

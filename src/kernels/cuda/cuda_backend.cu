@@ -43,6 +43,7 @@
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/topk_cuda.h"
 
 namespace herd::cuda {
 namespace {
@@ -290,6 +291,10 @@ class CudaBackend final : public Backend {
   void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids) override {
     if (!BeginOp()) return;
     cuda::ArgMaxRows(x, n_rows, n_cols, ids, stream_);
+  }
+  void TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals) override {
+    if (!BeginOp()) return;
+    cuda::TopKRows(x, n_rows, n_cols, k, ids, vals, stream_);
   }
   void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
     if (!BeginOp()) return;

@@ -2,12 +2,16 @@
 // through the Backend interface as the model calls them. Inputs are random normals (never
 // zeros); outputs are poisoned with NaN first, so an unwritten element fails. Tolerances,
 // relative to the reference's norm over each output (RelError): RmsNorm 1e-6 (fp32 vs double
-// sum of squares), Rope 1e-6 (same double angles; fp32 products), SwiGlu 1e-6 (expf ulps), Add
-// and GatherRows exact.
+// sum of squares), Rope 1e-6 (same double angles; fp32 products), SwiGlu 1e-6 (expf ulps), Add,
+// GatherRows and TopKRows exact.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
 #include <vector>
 
 #include "base/fp16.h"
@@ -226,6 +230,41 @@ TEST_F(CudaOpsTest, AddAndGatherRowsAreExact) {
       for (int64_t i = 0; i < n; ++i) {
         ASSERT_EQ(std::memcmp(got.data() + i * cols, x.data() + rows[i] * cols, sizeof(float) * cols), 0)
             << cols << " " << i;
+      }
+    }
+  }
+}
+
+// TopKRows on the device against the host default (Backend::TopKRows: a partial sort), ids and
+// values exactly: rows of random values, of few distinct values (ties straddling the cut, where
+// the lowest indices must win), with NaN / -inf sprinkled, with fewer numbers than k, all NaN, and
+// +0 / -0 (equal, so the lower index first), at vocabulary widths up to 128256.
+TEST_F(CudaOpsTest, TopKRowsEqualsTheHostSort) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::unique_ptr<Backend> host = MakeReferenceBackend();
+  std::mt19937 rng(5);
+  for (int64_t cols : {int64_t{1}, int64_t{5}, int64_t{1000}, int64_t{128256}}) {
+    for (int kind = 0; kind < 6; ++kind) {
+      const int64_t rows = 3;
+      std::vector<float> x = RandomNormal(static_cast<size_t>(rows * cols), 40 + kind, 3.f);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (kind == 1) x[i] = std::round(x[i]);  // ~15 distinct values: big ties
+        if (kind == 2 && rng() % 7 == 0) x[i] = rng() % 2 ? nan : -inf;
+        if (kind == 3 && rng() % 1000 != 0) x[i] = -inf;  // fewer numbers than k
+        if (kind == 4) x[i] = nan;                        // no number at all
+        if (kind == 5) x[i] = rng() % 3 == 0 ? 0.f : (rng() % 2 ? -0.f : x[i] * 1e-3f);
+      }
+      for (int32_t k : {1, 7, 40, 64}) {
+        SCOPED_TRACE("cols " + std::to_string(cols) + " kind " + std::to_string(kind) + " k " + std::to_string(k));
+        std::vector<int32_t> want_ids(static_cast<size_t>(rows * k));
+        std::vector<float> want_v(want_ids.size());
+        host->TopKRows(x.data(), rows, cols, k, want_ids.data(), want_v.data());
+        int32_t* ids = Upload(std::vector<int32_t>(want_ids.size(), 0x7fffffff));  // not -1: unwritten shows
+        float* vals = Poisoned<float>(want_ids.size());
+        backend_->TopKRows(Upload(x), rows, cols, k, ids, vals);
+        EXPECT_EQ(Download(ids, want_ids.size()), want_ids);
+        const auto got_v = Download(vals, want_v.size());
+        EXPECT_EQ(std::memcmp(got_v.data(), want_v.data(), sizeof(float) * want_v.size()), 0);
       }
     }
   }

@@ -91,18 +91,27 @@ class LlamaModel final : public Model {
   }
 
   Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits, int32_t* argmax) override {
-    if (batch.argmax_only && argmax == nullptr) return InvalidArgument("argmax_only needs an argmax output");
-    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/batch.argmax_only ? 3 : 1));
+    if ((batch.argmax_only || batch.top_k > 0) && argmax == nullptr) {
+      return InvalidArgument("argmax_only / top_k need an argmax output");
+    }
+    const uint64_t tag = batch.argmax_only ? 3 : (1 | static_cast<uint64_t>(batch.top_k) << 22);
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, tag));
     const ModelConfig& c = config_;
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     Backend& be = *backend_;
     if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
     if (n_out > 0 && batch.argmax_only) be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
+    if (n_out > 0 && batch.top_k > 0)
+      be.TopKRows(ws_.logits, n_out, c.n_vocab, batch.top_k, ws_.topk_ids, ws_.topk_vals);
     be.EndGraph();
     if (n_out == 0) return Status::Ok();
     be.Synchronize();
     if (batch.argmax_only) {
       be.CopyToHost(argmax, ws_.argmax, sizeof(int32_t) * static_cast<size_t>(n_out));
+    } else if (batch.top_k > 0) {
+      const size_t n = static_cast<size_t>(n_out) * static_cast<size_t>(batch.top_k);
+      be.CopyToHost(argmax, ws_.topk_ids, sizeof(int32_t) * n);
+      be.CopyToHost(logits, ws_.topk_vals, sizeof(float) * n);
     } else {
       be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
     }
@@ -123,7 +132,9 @@ class LlamaModel final : public Model {
     int64_t out_capacity = 0;  // logit rows
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
     float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
-    int32_t* argmax = nullptr;  // [out_capacity]
+    int32_t* argmax = nullptr;    // [out_capacity]
+    int32_t* topk_ids = nullptr;  // [out_capacity * Backend::kMaxTopK]
+    float* topk_vals = nullptr;   // [out_capacity * Backend::kMaxTopK]
     // The batch description, uploaded by one copy per pass into `batch` (device, batch_bytes),
     // packed as [table_ptrs: seqs_capacity][table_lens: seqs_capacity][tokens, pos, seq: T each]
     // [logit_rows: n_out][block tables: as many entries as the batch has]. Every address a graph
@@ -150,6 +161,8 @@ class LlamaModel final : public Model {
     for (float** p : {&ws_.x, &ws_.h, &ws_.q, &ws_.k, &ws_.v, &ws_.attn, &ws_.gate, &ws_.up}) Release(*p);
     for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
     Release(ws_.argmax);
+    Release(ws_.topk_ids);
+    Release(ws_.topk_vals);
     Release(ws_.batch);
     ws_.capacity = ws_.out_capacity = ws_.seqs_capacity = ws_.tables_capacity = ws_.batch_bytes = 0;
   }
@@ -184,11 +197,15 @@ class LlamaModel final : public Model {
     if (n_out > ws_.out_capacity) {
       for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
       Release(ws_.argmax);
+      Release(ws_.topk_ids);
+      Release(ws_.topk_vals);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
       ws_.logits = Alloc<float>(n_out * c.n_vocab);
       ws_.argmax = Alloc<int32_t>(n_out);
+      ws_.topk_ids = Alloc<int32_t>(n_out * Backend::kMaxTopK);
+      ws_.topk_vals = Alloc<float>(n_out * Backend::kMaxTopK);
       grew = true;
     }
     // Sequences and block tables grow by doubling: a decode step that needs one more block
@@ -277,9 +294,11 @@ class LlamaModel final : public Model {
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens};
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    if (T <= kMaxGraphTokens) {  // exact key: tag (2 bits), T and n_out (10 bits each), generation
+    // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
+    // generation.
+    if (T <= kMaxGraphTokens) {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
-                    ws_.generation << 22);
+                    ws_.generation << 29);
     }
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
     // h = rms_norm(x) * attn_norm of layer 0 here; of later layers fused into the previous
