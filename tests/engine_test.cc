@@ -188,6 +188,7 @@ TEST(EngineTest, NChoicesShareThePromptAndEachMatchesItsOwnSeed) {
 // a top_k <= 64 draw) gives the tokens of sampling the whole row (HERD_DEVICE_ARGMAX=0 copies the
 // logits). Meaningful with HERD_TEST_DEVICE=cuda; on host backends both runs copy logits.
 TEST(EngineTest, TopKDrawsFromDeviceCandidatesMatchTheWholeRow) {
+  ASSERT_GT(Vocab(), 64);  // top_k 64 < n_vocab: every request qualifies for the device path
   std::vector<GenerationRequest> reqs;
   const int top_ks[] = {40, 1, 64, 7};
   for (int i = 0; i < 4; ++i) {
