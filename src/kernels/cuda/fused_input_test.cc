@@ -1,12 +1,12 @@
-// Fused GEMV inputs: a norm or SwiGLU that also writes the int8 activations of the quantized
-// GEMV after it (quant_fused.cu, MatMulRunner::FusedRmsNorm / FusedSwiGlu, the backend's
-// PrepareMatMulInput hint).
-//  - Kernels: the quantized bytes equal QuantizeActivations of the kernel's own float output,
-//    bit for bit (every format, padded and unpadded rows); the float output matches the
-//    reference op (RelError 1e-6, as the unfused ops' tests).
-//  - Backend: a hinted norm/SwiGLU followed by the matmul gives exactly the matmul of that
-//    output without the hint; a hint followed by another op, a different matmul input or a
-//    tensor-core-sized batch changes nothing; MatMulSwiGlu equals MatMulShared + SwiGlu.
+// Fused matmul inputs: a norm or SwiGLU that also writes the converted input of the matmul after
+// it (quant_fused.cu: int8 activations for the quantized GEMV, half / bfloat16 x for the tensor
+// cores; MatMulRunner::FusedRmsNorm / FusedSwiGlu; the backend's PrepareMatMulInput hint).
+//  - Kernels: the converted bytes equal QuantizeActivations / ConvertActivations of the kernel's
+//    own float output, bit for bit (every format, padded and unpadded rows); the float output
+//    matches the reference op (RelError 1e-6, as the unfused ops' tests).
+//  - Backend: a hinted norm/SwiGLU followed by the matmul gives exactly the matmul of that output
+//    without the hint, on the GEMV and the tensor-core path; a hint followed by another op or a
+//    different matmul input changes nothing; MatMulSwiGlu equals MatMulShared + SwiGlu.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -116,6 +116,42 @@ TEST(FusedQuantKernelTest, NormAndSwiGluWriteTheQuantizationOfTheirOutput) {
   }
 }
 
+// The half / bfloat16 variants: the converted bytes equal ConvertActivations of the kernel's own
+// float output.
+TEST(FusedQuantKernelTest, NormAndSwiGluWriteTheHalfOfTheirOutput) {
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+  for (bool bf16 : {false, true}) {
+    for (int64_t n_in : {int64_t{8}, int64_t{2048}, int64_t{4096}, int64_t{2056}}) {
+      for (int64_t n_tok : {1, 3, 70}) {
+        SCOPED_TRACE(std::string(bf16 ? "bf16" : "f16") + " n_in=" + std::to_string(n_in) +
+                     " n_tok=" + std::to_string(n_tok));
+        const size_t n = static_cast<size_t>(n_tok * n_in);
+        auto expect_converted = [&](const Dev& out, const Dev& half) {
+          Dev plain(n * 2);
+          internal::ConvertActivations(out.as<float>(), static_cast<int64_t>(n), bf16, plain.p, nullptr);
+          EXPECT_EQ(Down<uint16_t>(half.p, n), Down<uint16_t>(plain.p, n));
+        };
+        const auto x = RandomNormal(n, 17, 2.f), y = RandomNormal(n, 18),
+                   w = RandomNormal(static_cast<size_t>(n_in), 19);
+        Dev dx = Up(x), dy = Up(y), dw = Up(w), h1(n * 2);
+        ASSERT_TRUE(internal::RmsNormToHalf(bf16, dx.as<float>(), dy.as<float>(), dw.as<float>(), 1e-5f, n_tok, n_in,
+                                            dy.as<float>(), h1.p, nullptr));
+        expect_converted(dy, h1);
+        const auto g = RandomNormal(n, 20, 3.f), u = RandomNormal(n, 21);
+        Dev dg = Up(g), du = Up(u), h2(n * 2);
+        ASSERT_TRUE(
+            internal::SwiGluToHalf(bf16, dg.as<float>(), du.as<float>(), dg.as<float>(), n_tok, n_in, h2.p, nullptr));
+        std::vector<float> want(n);
+        ref::SwiGlu(g.data(), u.data(), want.data(), static_cast<int64_t>(n));
+        const auto got = Down<float>(dg.p, n);
+        EXPECT_LE(RelError(got.data(), want.data(), n), 1e-6);
+        expect_converted(dg, h2);
+      }
+    }
+  }
+}
+
 TEST(FusedQuantKernelTest, DeclinesWhatItDoesNotTake) {
   std::string why;
   if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
@@ -151,8 +187,8 @@ class FusedInputBackendTest : public CudaBackendTest {
 };
 
 TEST_F(FusedInputBackendTest, HintedOpsGiveTheMatmulOfTheirOutput) {
-  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0}) {
-    for (int64_t n_tok : {1, 5, 8, 24}) {  // 24: the tensor-core path (no fusion)
+  for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0, DType::kF16, DType::kBF16}) {
+    for (int64_t n_tok : {1, 5, 8, 24}) {  // 24 (F16/BF16: from 2): the tensor cores, half / bfloat16 x
       SCOPED_TRACE(std::string(DTypeName(type)) + " n_tok=" + std::to_string(n_tok));
       const int64_t n_embd = 2048, n_ff = 2560, n_q = 512;
       const TensorView wq = Weight(type, n_q, n_embd, 1), wk = Weight(type, 256, n_embd, 2);

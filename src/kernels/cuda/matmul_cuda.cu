@@ -78,12 +78,25 @@ struct MatMulRunner::Impl {
   DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
-  // An input converted by FusedRmsNorm / FusedSwiGlu for the next call (q.q == nullptr: none).
+  // An input converted by FusedRmsNorm / FusedSwiGlu for the next call: int8 activations for the
+  // GEMV (q.q != nullptr) or half / bfloat16 x for the tensor cores (half != nullptr).
   struct Prepared {
     const float* x = nullptr;
     int64_t n_tok = 0, n_in = 0;
     internal::QuantizedActivations q;
+    const void* half = nullptr;
+    bool bf16 = false;
+    bool Matches(const float* x2, int64_t n_tok2, int64_t n_in2) const {
+      return x == x2 && n_tok == n_tok2 && n_in == n_in2;
+    }
   } prepared;
+
+  // How the next call with a weight of `type` takes x at n_tok tokens.
+  enum class Input { kFloat, kInt8, kHalf, kBf16 };
+  Input InputKind(DType type, int64_t n_tok) const {
+    if (UseGemv(type, n_tok)) return IsFloat(type) ? Input::kFloat : Input::kInt8;
+    return type == DType::kF32 ? Input::kFloat : type == DType::kBF16 ? Input::kBf16 : Input::kHalf;
+  }
 
   explicit Impl(cudaStream_t s) : stream(s), path(PathFromEnvironment()) {}
   ~Impl() {
@@ -149,12 +162,18 @@ struct MatMulRunner::Impl {
     }
   }
 
-  // The buffer of `format`'s activations when the next call may use a fused conversion (quantized
-  // weight type on the GEMV path), else nullptr.
+  // The buffer a fused conversion writes for the next call (int8 activations of the weight's
+  // format, or half / bfloat16 x), nullptr when that call takes float x.
   void* FusedTarget(DType weight_type, int64_t n_tok, int64_t n_in) {
     prepared = Prepared{};
-    if (IsFloat(weight_type) || !UseGemv(weight_type, n_tok)) return nullptr;
-    return act[ActSlot(ref::VecDotType(weight_type))].Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
+    switch (InputKind(weight_type, n_tok)) {
+      case Input::kFloat: return nullptr;
+      case Input::kInt8:
+        return act[ActSlot(ref::VecDotType(weight_type))].Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
+      case Input::kHalf: return half_x[0].Get(static_cast<size_t>(n_tok * n_in) * 2, stream);
+      case Input::kBf16: return half_x[1].Get(static_cast<size_t>(n_tok * n_in) * 2, stream);
+    }
+    return nullptr;
   }
 
   void Run(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
@@ -170,7 +189,7 @@ struct MatMulRunner::Impl {
     }
     // GEMV path: weights of one type in one launch; int8 activations made once per format.
     internal::QuantizedActivations q[3];
-    if (pre.q.q != nullptr && pre.x == x && pre.n_tok == n_tok && pre.n_in == n_in) q[ActSlot(pre.q.format)] = pre.q;
+    if (pre.q.q != nullptr && pre.Matches(x, n_tok, n_in)) q[ActSlot(pre.q.format)] = pre.q;
     constexpr size_t kMaxGroup = 16;
     HERD_CHECK(ws.size() <= kMaxGroup);
     bool done[kMaxGroup] = {};
@@ -197,6 +216,7 @@ struct MatMulRunner::Impl {
     }
     // Tensor-core path: x converted once per format.
     const void* xh[2] = {nullptr, nullptr};
+    if (pre.half != nullptr && pre.Matches(x, n_tok, n_in)) xh[pre.bf16 ? 1 : 0] = pre.half;
     for (size_t i = 0; i < ws.size(); ++i) {
       const TensorView& w = ws[i];
       if (done[i] || w.rows() == 0) continue;
@@ -228,12 +248,19 @@ bool MatMulRunner::FusedRmsNorm(DType weight_type, float* x, const float* y, con
                                 int64_t n_in, float* out) {
   Impl& m = *impl_;
   void* buf = m.FusedTarget(weight_type, n_tok, n_in);
-  internal::QuantizedActivations q;
-  if (buf == nullptr ||
-      !internal::RmsNormQuantize(ref::VecDotType(weight_type), x, y, w, eps, n_tok, n_in, out, buf, m.stream, &q)) {
-    return false;
+  if (buf == nullptr) return false;
+  Impl::Prepared p{out, n_tok, n_in, {}, nullptr, false};
+  const Impl::Input kind = m.InputKind(weight_type, n_tok);
+  if (kind == Impl::Input::kInt8) {
+    if (!internal::RmsNormQuantize(ref::VecDotType(weight_type), x, y, w, eps, n_tok, n_in, out, buf, m.stream, &p.q)) {
+      return false;
+    }
+  } else {
+    p.bf16 = kind == Impl::Input::kBf16;
+    p.half = buf;
+    if (!internal::RmsNormToHalf(p.bf16, x, y, w, eps, n_tok, n_in, out, buf, m.stream)) return false;
   }
-  m.prepared = Impl::Prepared{out, n_tok, n_in, q};
+  m.prepared = p;
   return true;
 }
 
@@ -241,12 +268,19 @@ bool MatMulRunner::FusedSwiGlu(DType weight_type, const float* gate, const float
                                int64_t n_in) {
   Impl& m = *impl_;
   void* buf = m.FusedTarget(weight_type, n_tok, n_in);
-  internal::QuantizedActivations q;
-  if (buf == nullptr ||
-      !internal::SwiGluQuantize(ref::VecDotType(weight_type), gate, up, out, n_tok, n_in, buf, m.stream, &q)) {
-    return false;
+  if (buf == nullptr) return false;
+  Impl::Prepared p{out, n_tok, n_in, {}, nullptr, false};
+  const Impl::Input kind = m.InputKind(weight_type, n_tok);
+  if (kind == Impl::Input::kInt8) {
+    if (!internal::SwiGluQuantize(ref::VecDotType(weight_type), gate, up, out, n_tok, n_in, buf, m.stream, &p.q)) {
+      return false;
+    }
+  } else {
+    p.bf16 = kind == Impl::Input::kBf16;
+    p.half = buf;
+    if (!internal::SwiGluToHalf(p.bf16, gate, up, out, n_tok, n_in, buf, m.stream)) return false;
   }
-  m.prepared = Impl::Prepared{out, n_tok, n_in, q};
+  m.prepared = p;
   return true;
 }
 

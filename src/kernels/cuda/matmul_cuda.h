@@ -38,10 +38,11 @@ class MatMulRunner {
   // ys[i] = x · ws[i]ᵀ for weights sharing one input (Q/K/V, gate/up): x is converted once.
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys);
 
-  // Fused input preparation (decode): when the next MatMul/MatMulShared reads x = `out` (n_tok
-  // rows of n_in = the weight's columns) with a quantized weight of `weight_type` on the GEMV
-  // path, these queue the op that computes x and the int8 conversion of x as one kernel, and that
-  // next call takes the converted x instead of converting it again (only that call, and only if
+  // Fused input preparation: when the next MatMul/MatMulShared reads x = `out` (n_tok rows of
+  // n_in = the weight's columns) with a weight of `weight_type` that converts x (quantized on the
+  // GEMV path: int8 activations; F16/BF16/quantized on the tensor cores: half / bfloat16 x),
+  // these queue the op that computes x and that conversion as one kernel, and that next call
+  // takes the converted x instead of converting it again (only that call, and only if
   // it is the next one: DropPreparedInput in between forgets it). They return false, queueing
   // nothing, where the fusion does not apply; the caller then runs the plain op.
   //   out = RmsNorm(x) * w (y != nullptr: x += y first, as AddRmsNorm), rows of n_in;

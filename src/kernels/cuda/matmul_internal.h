@@ -48,6 +48,12 @@ bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight
                      int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q);
 bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
                     void* buffer, cudaStream_t stream, QuantizedActivations* q);
+// The same ops writing the tensor-core path's input instead: half_out [n_tok, n] = the float
+// output rounded to half (bf16: bfloat16) exactly as ConvertActivations rounds it.
+bool RmsNormToHalf(bool bf16, float* x, const float* y, const float* weight, float eps, int64_t n_tok, int64_t n_cols,
+                   float* out, void* half_out, cudaStream_t stream);
+bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
+                  void* half_out, cudaStream_t stream);
 
 // out[i] = x[i] rounded to half (bf16 = false) or bfloat16 (bf16 = true), n elements.
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream);

@@ -1,17 +1,23 @@
-// The op that produces a quantized GEMV's input, fused with the quantization of that input
-// (matmul_internal.h: RmsNormQuantize, SwiGluQuantize): at decode, each matmul group would
-// otherwise pay a separate quantization kernel and one more dependent-kernel wait.
+// The op that produces a matmul's input, fused with the conversion of that input for the matmul
+// (matmul_internal.h: RmsNormQuantize / SwiGluQuantize for the int8 GEMV, RmsNormToHalf /
+// SwiGluToHalf for the tensor-core path): each matmul group would otherwise pay a separate
+// conversion kernel and one more dependent-kernel wait.
 //
-// RmsNormQuantize: one CTA per token row of n_cols <= 8192 values, q_stride / 8 threads (256 to
+// Norm kernels: one CTA per token row of n_cols <= 8192 values, q_stride / 8 threads (256 to
 // 1024), thread j holding values [8j, 8j + 8) (zeros past n_cols): x (+= y), the sum of squares
-// over the CTA, out = x * scale * weight, then QuantizeOctet on the same registers.
-// SwiGluQuantize: the grid of QuantizeActivations (one CTA per 2048-value span and row, 256
+// over the CTA, out = x * scale * weight, then the output policy on the same registers.
+// SwiGLU kernels: the grid of QuantizeActivations (one CTA per 2048-value span and row, 256
 // threads of 8 values), each thread computing its 8 values of silu(gate) * up first.
-// Both are launched with programmatic dependent launch (launch_pdl.cuh): the norm weight is read
+// Output policies: ToInt8<F> (QuantizeOctet: every lane of the warp, padding included) and
+// ToHalf<T> (8 values rounded to T, only inside the row; ConvertActivations' rounding).
+// All are launched with programmatic dependent launch (launch_pdl.cuh): the norm weight is read
 // before PdlWait, everything else after it.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/cuda/block_reduce.cuh"
@@ -33,9 +39,37 @@ __device__ __forceinline__ void Store8(float* p, const float (&v)[8]) {
   reinterpret_cast<float4*>(p)[1] = make_float4(v[4], v[5], v[6], v[7]);
 }
 
-template <bool kAdd, DType F>
-__global__ void __launch_bounds__(1024) RmsNormQuantKernel(float* x, const float* y, const float* __restrict__ w,
-                                                           float eps, int64_t n_cols, float* out, ActOut o) {
+// Writes values [v0, v0 + 8) of row t of an n-wide input in the GEMV's int8 format.
+template <DType F>
+struct ToInt8 {
+  ActOut o;
+  __device__ __forceinline__ void operator()(const float (&v)[8], int64_t t, int64_t v0, int64_t n) const {
+    (void)n;
+    QuantizeOctet<F>(v, t, v0, o);
+  }
+};
+// ... or as half / bfloat16 (the tensor-core path's input), [n_tok, n].
+template <typename T>
+struct ToHalf {
+  T* out;
+  __device__ __forceinline__ void operator()(const float (&v)[8], int64_t t, int64_t v0, int64_t n) const {
+    if (v0 >= n) return;
+    T h[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      if constexpr (std::is_same_v<T, __half>) {
+        h[i] = __float2half_rn(v[i]);
+      } else {
+        h[i] = __float2bfloat16_rn(v[i]);
+      }
+    }
+    *reinterpret_cast<uint4*>(out + t * n + v0) = *reinterpret_cast<const uint4*>(h);
+  }
+};
+
+template <bool kAdd, class Out>
+__global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w,
+                                                           float eps, int64_t n_cols, float* out, Out emit) {
   PdlTrigger();
   const int64_t t = blockIdx.x;
   const int64_t v0 = 8 * static_cast<int64_t>(threadIdx.x);
@@ -62,12 +96,12 @@ __global__ void __launch_bounds__(1024) RmsNormQuantKernel(float* x, const float
 #pragma unroll
   for (int i = 0; i < 8; ++i) v[i] = a[i] * scale * g[i];  // 0 past n_cols (a = g = 0)
   if (in) Store8(out + t * n_cols + v0, v);
-  QuantizeOctet<F>(v, t, v0, o);
+  emit(v, t, v0, n_cols);
 }
 
-template <DType F>
+template <class Out>
 __global__ void __launch_bounds__(256)
-    SwiGluQuantKernel(const float* gate, const float* up, float* out, int64_t n_in, ActOut o) {
+    SwiGluFusedKernel(const float* gate, const float* up, float* out, int64_t n_in, Out emit) {
   PdlTrigger();
   PdlWait();
   const int64_t t = blockIdx.y;
@@ -81,68 +115,92 @@ __global__ void __launch_bounds__(256)
     for (int i = 0; i < 8; ++i) v[i] = Silu(g[i]) * u[i];
     Store8(out + t * n_in + v0, v);
   }
-  QuantizeOctet<F>(v, t, v0, o);
+  emit(v, t, v0, n_in);
 }
 
 bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 int64_t FormatBlock(DType format) { return format == DType::kQ8_K ? 256 : 32; }
 bool IsFormat(DType f) { return f == DType::kQ8_0 || f == DType::kQ8_1 || f == DType::kQ8_K; }
 
-template <bool kAdd>
-void LaunchNormQuant(DType format, dim3 grid, dim3 block, cudaStream_t stream, float* x, const float* y, const float* w,
-                     float eps, int64_t n_cols, float* out, const ActOut& o) {
-  switch (format) {
-    case DType::kQ8_0:
-      return LaunchPdl(RmsNormQuantKernel<kAdd, DType::kQ8_0>, grid, block, 0, stream, x, y, w, eps, n_cols, out, o);
-    case DType::kQ8_1:
-      return LaunchPdl(RmsNormQuantKernel<kAdd, DType::kQ8_1>, grid, block, 0, stream, x, y, w, eps, n_cols, out, o);
-    default:
-      return LaunchPdl(RmsNormQuantKernel<kAdd, DType::kQ8_K>, grid, block, 0, stream, x, y, w, eps, n_cols, out, o);
+bool NormTakes(int64_t n_tok, int64_t n_cols, const float* x, const float* y, const float* w, const float* out) {
+  return n_tok > 0 && n_tok < (1ll << 31) && n_cols > 0 && n_cols <= kMaxNormCols && n_cols % 8 == 0 && Aligned16(x) &&
+         Aligned16(w) && Aligned16(out) && (y == nullptr || Aligned16(y));
+}
+bool GluTakes(int64_t n_tok, int64_t n_in, const float* gate, const float* up, const float* out) {
+  return n_tok > 0 && n_tok < 65536 && n_in > 0 && n_in % 8 == 0 && Aligned16(gate) && Aligned16(up) && Aligned16(out);
+}
+
+template <class Out>
+void LaunchNorm(const Out& emit, int64_t n_tok, int64_t n_cols, cudaStream_t stream, float* x, const float* y,
+                const float* w, float eps, float* out) {
+  const dim3 grid(static_cast<unsigned>(n_tok));
+  const dim3 block(static_cast<unsigned>(MakeActLayout(1, n_cols).q_stride / 8));
+  if (y != nullptr) {
+    LaunchPdl(RmsNormFusedKernel<true, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit);
+  } else {
+    LaunchPdl(RmsNormFusedKernel<false, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit);
   }
+}
+template <class Out>
+void LaunchGlu(const Out& emit, int64_t n_tok, int64_t n_in, cudaStream_t stream, const float* gate, const float* up,
+               float* out) {
+  const dim3 grid(static_cast<unsigned>(MakeActLayout(1, n_in).q_stride / kStepValues), static_cast<unsigned>(n_tok));
+  LaunchPdl(SwiGluFusedKernel<Out>, grid, dim3(256), 0, stream, gate, up, out, n_in, emit);
+}
+
+// Calls fn(policy) with the int8 policy of `format` writing into buffer.
+template <typename Fn>
+QuantizedActivations WithInt8(DType format, int64_t n_tok, int64_t n_in, void* buffer, Fn fn) {
+  HERD_CHECK((reinterpret_cast<uintptr_t>(buffer) & 255) == 0);
+  const ActOut o = MakeActOut(buffer, MakeActLayout(n_tok, n_in));
+  switch (format) {
+    case DType::kQ8_0: fn(ToInt8<DType::kQ8_0>{o}); break;
+    case DType::kQ8_1: fn(ToInt8<DType::kQ8_1>{o}); break;
+    default: fn(ToInt8<DType::kQ8_K>{o}); break;
+  }
+  return ActView(format, o);
 }
 
 }  // namespace
 
 bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight, float eps, int64_t n_tok,
                      int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q) {
-  if (!IsFormat(format) || n_tok <= 0 || n_tok >= (1ll << 31) || n_cols <= 0 || n_cols > kMaxNormCols ||
-      n_cols % FormatBlock(format) != 0 || !Aligned16(x) || !Aligned16(weight) || !Aligned16(out) ||
-      (y != nullptr && !Aligned16(y))) {
+  if (!IsFormat(format) || n_cols % FormatBlock(format) != 0 || !NormTakes(n_tok, n_cols, x, y, weight, out)) {
     return false;
   }
-  HERD_CHECK((reinterpret_cast<uintptr_t>(buffer) & 255) == 0);
-  const ActLayout l = MakeActLayout(n_tok, n_cols);
-  const ActOut o = MakeActOut(buffer, l);
-  const dim3 grid(static_cast<unsigned>(n_tok)), block(static_cast<unsigned>(l.q_stride / 8));
-  if (y != nullptr) {
-    LaunchNormQuant<true>(format, grid, block, stream, x, y, weight, eps, n_cols, out, o);
-  } else {
-    LaunchNormQuant<false>(format, grid, block, stream, x, nullptr, weight, eps, n_cols, out, o);
-  }
-  *q = ActView(format, o);
+  *q = WithInt8(format, n_tok, n_cols, buffer,
+                [&](const auto& emit) { LaunchNorm(emit, n_tok, n_cols, stream, x, y, weight, eps, out); });
   return true;
 }
 
 bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
                     void* buffer, cudaStream_t stream, QuantizedActivations* q) {
-  if (!IsFormat(format) || n_tok <= 0 || n_tok >= 65536 || n_in <= 0 || n_in % FormatBlock(format) != 0 ||
-      !Aligned16(gate) || !Aligned16(up) || !Aligned16(out)) {
-    return false;
+  if (!IsFormat(format) || n_in % FormatBlock(format) != 0 || !GluTakes(n_tok, n_in, gate, up, out)) return false;
+  *q = WithInt8(format, n_tok, n_in, buffer,
+                [&](const auto& emit) { LaunchGlu(emit, n_tok, n_in, stream, gate, up, out); });
+  return true;
+}
+
+bool RmsNormToHalf(bool bf16, float* x, const float* y, const float* weight, float eps, int64_t n_tok, int64_t n_cols,
+                   float* out, void* half_out, cudaStream_t stream) {
+  if (!NormTakes(n_tok, n_cols, x, y, weight, out) || !Aligned16(half_out)) return false;
+  if (bf16) {
+    LaunchNorm(ToHalf<__nv_bfloat16>{static_cast<__nv_bfloat16*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps,
+               out);
+  } else {
+    LaunchNorm(ToHalf<__half>{static_cast<__half*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps, out);
   }
-  HERD_CHECK((reinterpret_cast<uintptr_t>(buffer) & 255) == 0);
-  const ActLayout l = MakeActLayout(n_tok, n_in);
-  const ActOut o = MakeActOut(buffer, l);
-  const dim3 grid(static_cast<unsigned>(l.q_stride / kStepValues), static_cast<unsigned>(n_tok)), block(256);
-  switch (format) {
-    case DType::kQ8_0:
-      LaunchPdl(SwiGluQuantKernel<DType::kQ8_0>, grid, block, 0, stream, gate, up, out, n_in, o);
-      break;
-    case DType::kQ8_1:
-      LaunchPdl(SwiGluQuantKernel<DType::kQ8_1>, grid, block, 0, stream, gate, up, out, n_in, o);
-      break;
-    default: LaunchPdl(SwiGluQuantKernel<DType::kQ8_K>, grid, block, 0, stream, gate, up, out, n_in, o); break;
+  return true;
+}
+
+bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
+                  void* half_out, cudaStream_t stream) {
+  if (!GluTakes(n_tok, n_in, gate, up, out) || !Aligned16(half_out)) return false;
+  if (bf16) {
+    LaunchGlu(ToHalf<__nv_bfloat16>{static_cast<__nv_bfloat16*>(half_out)}, n_tok, n_in, stream, gate, up, out);
+  } else {
+    LaunchGlu(ToHalf<__half>{static_cast<__half*>(half_out)}, n_tok, n_in, stream, gate, up, out);
   }
-  *q = ActView(format, o);
   return true;
 }
 
