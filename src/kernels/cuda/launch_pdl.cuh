@@ -1,5 +1,5 @@
-// Programmatic dependent launch (PDL) of the backend's element-wise, norm, RoPE/KV-store and
-// attention kernels. In a decode step (one CUDA graph of a few hundred short kernels) each
+// Programmatic dependent launch (PDL) of the backend's kernels (element-wise, norm, RoPE/KV-store,
+// attention, GEMV and activation conversion). In a decode step (one CUDA graph of a few hundred short kernels) each
 // kernel otherwise waits for its predecessor to finish before it is even launched; with PDL the
 // next kernel's CTAs are launched while the previous one runs its tail, and block in PdlWait().
 //
@@ -28,9 +28,11 @@ bool PdlEnabled();
 __device__ __forceinline__ void PdlWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void PdlTrigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
-// kernel<<<grid, block, smem, stream>>>(args...) with programmatic stream serialization.
+// kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when
+// `pdl` is true.
 template <typename... KArgs, typename... Args>
-void LaunchPdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
+void LaunchPdlIf(bool pdl, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -40,8 +42,14 @@ void LaunchPdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cud
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = PdlEnabled() ? 1 : 0;
+  cfg.numAttrs = pdl ? 1 : 0;
   HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+// The same, with programmatic stream serialization unless HERD_CUDA_PDL=0.
+template <typename... KArgs, typename... Args>
+void LaunchPdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
+  LaunchPdlIf(PdlEnabled(), kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace herd::cuda

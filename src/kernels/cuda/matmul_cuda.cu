@@ -176,6 +176,25 @@ struct MatMulRunner::Impl {
     return nullptr;
   }
 
+  // Runs a fused producer of x = out for the next call: to_int8(format, buffer, &q) or
+  // to_half(bf16, buffer), whichever that call takes; records the prepared input on success.
+  template <typename ToInt8, typename ToHalf>
+  bool Prepare(DType weight_type, const float* out, int64_t n_tok, int64_t n_in, ToInt8 to_int8, ToHalf to_half) {
+    void* buf = FusedTarget(weight_type, n_tok, n_in);
+    if (buf == nullptr) return false;
+    Prepared p{out, n_tok, n_in, {}, nullptr, false};
+    const Input kind = InputKind(weight_type, n_tok);
+    if (kind == Input::kInt8) {
+      if (!to_int8(ref::VecDotType(weight_type), buf, &p.q)) return false;
+    } else {
+      p.bf16 = kind == Input::kBf16;
+      p.half = buf;
+      if (!to_half(p.bf16, buf)) return false;
+    }
+    prepared = p;
+    return true;
+  }
+
   void Run(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
     HERD_CHECK(ws.size() == ys.size());
     const Prepared pre = std::exchange(prepared, Prepared{});
@@ -246,42 +265,26 @@ void MatMulRunner::MatMulShared(std::span<const TensorView> ws, const float* x, 
 
 bool MatMulRunner::FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok,
                                 int64_t n_in, float* out) {
-  Impl& m = *impl_;
-  void* buf = m.FusedTarget(weight_type, n_tok, n_in);
-  if (buf == nullptr) return false;
-  Impl::Prepared p{out, n_tok, n_in, {}, nullptr, false};
-  const Impl::Input kind = m.InputKind(weight_type, n_tok);
-  if (kind == Impl::Input::kInt8) {
-    if (!internal::RmsNormQuantize(ref::VecDotType(weight_type), x, y, w, eps, n_tok, n_in, out, buf, m.stream, &p.q)) {
-      return false;
-    }
-  } else {
-    p.bf16 = kind == Impl::Input::kBf16;
-    p.half = buf;
-    if (!internal::RmsNormToHalf(p.bf16, x, y, w, eps, n_tok, n_in, out, buf, m.stream)) return false;
-  }
-  m.prepared = p;
-  return true;
+  return impl_->Prepare(
+      weight_type, out, n_tok, n_in,
+      [&](DType f, void* buf, internal::QuantizedActivations* q) {
+        return internal::RmsNormQuantize(f, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, q);
+      },
+      [&](bool bf16, void* buf) {
+        return internal::RmsNormToHalf(bf16, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream);
+      });
 }
 
 bool MatMulRunner::FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok,
                                int64_t n_in) {
-  Impl& m = *impl_;
-  void* buf = m.FusedTarget(weight_type, n_tok, n_in);
-  if (buf == nullptr) return false;
-  Impl::Prepared p{out, n_tok, n_in, {}, nullptr, false};
-  const Impl::Input kind = m.InputKind(weight_type, n_tok);
-  if (kind == Impl::Input::kInt8) {
-    if (!internal::SwiGluQuantize(ref::VecDotType(weight_type), gate, up, out, n_tok, n_in, buf, m.stream, &p.q)) {
-      return false;
-    }
-  } else {
-    p.bf16 = kind == Impl::Input::kBf16;
-    p.half = buf;
-    if (!internal::SwiGluToHalf(p.bf16, gate, up, out, n_tok, n_in, buf, m.stream)) return false;
-  }
-  m.prepared = p;
-  return true;
+  return impl_->Prepare(
+      weight_type, out, n_tok, n_in,
+      [&](DType f, void* buf, internal::QuantizedActivations* q) {
+        return internal::SwiGluQuantize(f, gate, up, out, n_tok, n_in, buf, impl_->stream, q);
+      },
+      [&](bool bf16, void* buf) {
+        return internal::SwiGluToHalf(bf16, gate, up, out, n_tok, n_in, buf, impl_->stream);
+      });
 }
 
 void MatMulRunner::DropPreparedInput() { impl_->prepared = Impl::Prepared{}; }

@@ -1,5 +1,6 @@
-// GEMV-style matmul kernels for small n_tok (decode): each weight row is read from device memory
-// once per group of up to 8 tokens and reused for all of them.
+// GEMV-style matmul kernels for quantized weights at small n_tok (decode): each weight row is read
+// from device memory once per group of up to 8 tokens and reused for all of them. The work split
+// and launch helpers are shared with the float GEMV (gemv_common.cuh, matmul_gemv_float.cu).
 //
 // Work split: a thread block of kWarps warps covers kWarps / wpr output rows; the `wpr` warps of
 // one row (1, 2 or 4, chosen per call so that no warp has more than split_stages stages and
@@ -16,29 +17,22 @@
 // K-quant block or two 32-value blocks) once and multiplies them by dp4a with the int8
 // activations of every token row (the reference's activation format, quant_act.cu), scaling
 // the integer block sums exactly as ref::VecDot does.
-// Float weights: 16-byte streaming loads (kU per lane in flight), float32 FMAs.
 //
 // Ordering (programmatic dependent launch, PDL): the activation quantization kernel and the
 // quantized GEMV are launched with programmatic stream serialization, so each may start while
 // the kernel before it still runs; each waits (griddepcontrol.wait) before reading or writing
 // anything that kernel or earlier ones touch (the GEMV issues only its weight copies first).
-// All three kernels let their successor start early (griddepcontrol.launch_dependents at
-// entry): a kernel launched after them with programmatic stream serialization must itself
-// griddepcontrol.wait before touching y. Kernels launched normally are unaffected. The float
-// GEMV loads its first weight vectors before its wait and is launched with PDL when its weights
-// are small (GemvOptions::float_pdl_max_mb; on H100 PDL helped llama-3.2-1b F16 decode by 6% and
-// cost llama-3.1-8b F16 3%, bench/results/cuda-models-2026-11-22.md).
-#include <cuda_bf16.h>
+// The GEMV kernels let their successor start early (griddepcontrol.launch_dependents at entry):
+// a kernel launched after them with programmatic stream serialization must itself
+// griddepcontrol.wait before touching y. Kernels launched normally are unaffected.
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
-#include <cstring>
-#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/quant_decode.cuh"
 #include "kernels/cuda/quant_dot.cuh"
@@ -48,72 +42,7 @@
 namespace herd::cuda::internal {
 namespace {
 
-constexpr int kWarps = 4;         // warps per thread block
-constexpr int kStages = 3;        // shared-memory ring depth per warp
-constexpr int kMaxTok = 8;        // tokens per launch
-constexpr int kMaxSegs = 4;       // weights per launch
-constexpr int kWantWarps = 4096;  // split rows over more warps while the grid has fewer
-// Float GEMV: split a row only while each part keeps at least this many 512-byte units (the
-// float grid target is GemvOptions::float_want_warps). On H100 decode with float_want_warps
-// 16384 instead of 4096, llama-3.1-8b F16 gained 0.7-1.2% (its 4096-6144-row matrices split 4
-// ways) and llama-3.2-1b F16 lost 2-3% (its down projection split 4 ways): default kept at 4096
-// (bench/results/cuda-models-2026-11-22.md).
-constexpr int64_t kFloatMinUnits = 4;
-
-// The weights of one launch: rows [row0[s], row0[s+1]) of the concatenation are rows of seg s.
-struct Segs {
-  const uint8_t* w[kMaxSegs];
-  float* y[kMaxSegs];
-  int n_out[kMaxSegs];
-  int row0[kMaxSegs];  // INT_MAX for unused entries
-  int total_rows;
-};
-
-__device__ __forceinline__ int FindSeg(const Segs& s, int gr) {
-  int k = 0;
-#pragma unroll
-  for (int i = 1; i < kMaxSegs; ++i) k += gr >= s.row0[i];
-  return k;
-}
-
-__device__ __forceinline__ void GridDependencyWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ __forceinline__ void TriggerDependents() {
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-}
-
-// Sums acc over the warp, then over the wpr warps of a row (shared memory), and writes y.
-// With wpr > 1 every warp of the block must call it the same number of times (barriers).
-template <int NT>
-__device__ __forceinline__ void ReduceAndStore(float (&acc)[NT], int wpr, bool valid, float* y, int n_out, int row,
-                                               int n_tok) {
-  __shared__ float partial[kWarps][NT];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], o);
-  }
-  if (wpr > 1) {
-    if (lane == 0) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) partial[warp][t] = acc[t];
-    }
-    __syncthreads();
-    if (warp % wpr == 0) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        for (int p = 1; p < wpr; ++p) acc[t] += partial[warp + p][t];
-      }
-    }
-    __syncthreads();  // partial is free for the next row
-    if (warp % wpr != 0) return;
-  }
-  if (valid && lane == 0) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t)
-      if (t < n_tok) y[t * static_cast<int64_t>(n_out) + row] = acc[t];
-  }
-}
+using namespace gemv;  // NOLINT(google-build-using-namespace): the shared GEMV helpers
 
 struct QuantArgs {
   Segs segs;
@@ -169,7 +98,7 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
   using B = QBlock<T>;
   constexpr int kBuf = B::kStepBytes + kSmemPad;
   __shared__ __align__(16) uint8_t smem[kWarps][kStages][kBuf];
-  TriggerDependents();
+  PdlTrigger();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wpr = a.wpr, rpb = kWarps / wpr;
   const int part = warp % wpr;
@@ -203,7 +132,7 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
   };
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) issue(j);
-  GridDependencyWait();  // x comes from the kernel before this one
+  PdlWait();  // x comes from the kernel before this one
 
   float acc[NT];
 #pragma unroll
@@ -240,250 +169,14 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
   CpAsyncWait<0>();
 }
 
-template <DType T>
-__device__ __forceinline__ float ToFloat(uint32_t bits16) {
-  if constexpr (T == DType::kBF16) return __uint_as_float(bits16 << 16);
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits16)));
-}
-
-// Eight (F16/BF16) or four (F32) weights of one 16-byte vector as floats.
-template <DType T>
-__device__ __forceinline__ void Unpack16(const uint4& v, float* f) {
-  if constexpr (T == DType::kF32) {
-    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
-  } else {
-    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      f[2 * k] = ToFloat<T>(u[k] & 0xFFFFu);
-      f[2 * k + 1] = ToFloat<T>(u[k] >> 16);
-    }
-  }
-}
-
-template <DType T>
-__device__ __forceinline__ float LoadScalar(const uint8_t* w, int64_t i) {
-  if constexpr (T == DType::kF32) return reinterpret_cast<const float*>(w)[i];
-  return ToFloat<T>(reinterpret_cast<const uint16_t*>(w)[i]);
-}
-
-struct FloatArgs {
-  Segs segs;
-  int64_t n_in;
-  const float* x;
-  int n_tok;
-  int wpr;
-  int elem_bytes;  // of the weights (2 or 4)
-  bool vec;        // rows and x 16-byte aligned: vector path
-  // GLU mode (GemvFloatGlu): segs = {gate, up} of n_glu rows each; a block's first rpb / 2 row
-  // slots are gate rows, the others the same up rows, and glu_out[t, j] = silu(gate) * up.
-  float* glu_out;
-  int n_glu;
-};
-
-// Lane `lane` of part `part` takes 16-byte vectors part * 32 + lane + k * 32 * wpr of its row,
-// kU at a time; the next kU are loaded while one batch is multiplied, and the first batch is
-// loaded before griddepcontrol.wait (weights are never written by kernels), so the DRAM latency
-// of the first loads overlaps the previous kernel's tail when launched with PDL.
-template <DType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_constant__ FloatArgs a) {
-  constexpr int kE = T == DType::kF32 ? 4 : 8;  // elements per 16-byte vector
-  constexpr int kU = 4;                         // vectors per lane in flight
-  TriggerDependents();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int rpb = kWarps / a.wpr, slot = warp / a.wpr, half = rpb / 2;
-  const int glu_row = blockIdx.x * half + (slot < half ? slot : slot - half);  // GLU mode: row of gate/up
-  const int gr = a.glu_out == nullptr ? blockIdx.x * rpb + slot
-                 : glu_row < a.n_glu  ? glu_row + (slot < half ? 0 : a.n_glu)
-                                      : a.segs.total_rows;  // past the end: no row
-  const int part = warp % a.wpr;
-  const bool valid = gr < a.segs.total_rows;
-  const int seg = FindSeg(a.segs, valid ? gr : 0);
-  const int row = gr - a.segs.row0[seg];
-  const int64_t n_in = a.n_in;
-  const uint8_t* wrow = a.segs.w[seg] + row * n_in * (T == DType::kF32 ? 4 : 2);
-  const uint4* wv = reinterpret_cast<const uint4*>(wrow);
-  const int64_t nv = n_in / kE;
-  const int stride = 32 * a.wpr;
-  uint4 next[kU];
-  auto load = [&](int64_t v0) {
-#pragma unroll
-    for (int u = 0; u < kU; ++u)
-      if (v0 + stride * u < nv) next[u] = LoadStreaming(wv + v0 + stride * u);
-  };
-  const int64_t first = part * 32 + lane;
-  if (valid && a.vec) load(first);
-  GridDependencyWait();  // x may come from the kernel before this one
-  float acc[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-  if (valid && a.vec) {
-    for (int64_t v0 = first; v0 < nv; v0 += stride * kU) {
-      uint4 raw[kU];
-#pragma unroll
-      for (int u = 0; u < kU; ++u) raw[u] = next[u];
-      if (v0 + stride * kU < nv) load(v0 + stride * kU);
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int64_t v = v0 + stride * u;
-        if (v < nv) {
-          float f[kE];
-          Unpack16<T>(raw[u], f);
-#pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            if (t < a.n_tok) {
-              const float4* xp = reinterpret_cast<const float4*>(a.x + t * n_in + v * kE);
-#pragma unroll
-              for (int k = 0; k < kE / 4; ++k) {
-                const float4 xv = __ldg(xp + k);
-                acc[t] += f[4 * k] * xv.x + f[4 * k + 1] * xv.y + f[4 * k + 2] * xv.z + f[4 * k + 3] * xv.w;
-              }
-            }
-          }
-        }
-      }
-    }
-  } else if (valid) {
-    for (int64_t i = part * 32 + lane; i < n_in; i += 32 * a.wpr) {
-      const float f = LoadScalar<T>(wrow, i);
-#pragma unroll
-      for (int t = 0; t < NT; ++t)
-        if (t < a.n_tok) acc[t] += f * a.x[t * n_in + i];
-    }
-  }
-  if (a.glu_out == nullptr) {
-    ReduceAndStore<NT>(acc, a.wpr, valid, a.segs.y[seg], a.segs.n_out[seg], row, a.n_tok);
-    return;
-  }
-  __shared__ float rows[kWarps * NT];  // [t][slot]
-  ReduceAndStore<NT>(acc, a.wpr, valid, rows, kWarps, slot, a.n_tok);
-  __syncthreads();
-  if (slot < half && warp % a.wpr == 0 && lane < a.n_tok && glu_row < a.n_glu) {
-    const float g = rows[lane * kWarps + slot], u = rows[lane * kWarps + slot + half];
-    a.glu_out[static_cast<int64_t>(lane) * a.n_glu + glu_row] = g / (1.0f + expf(-g)) * u;  // as SwiGlu
-  }
-}
-
-// HERD_CUDA_FLOAT_PDL_MB: GemvOptions::float_pdl_max_mb's initial value.
-int64_t FloatPdlMbFromEnvironment() {
-  const char* e = std::getenv("HERD_CUDA_FLOAT_PDL_MB");
-  return e == nullptr ? GemvOptions{}.float_pdl_max_mb : std::atoll(e);
-}
-
 std::atomic<bool> g_pdl{true};
 std::atomic<int> g_groups_per_block{-1};
-std::atomic<int64_t> g_float_pdl_max_mb{FloatPdlMbFromEnvironment()};
-// HERD_CUDA_FLOAT_WANT_WARPS / HERD_CUDA_FLOAT_PER_PART: the initial values of
-// GemvOptions::float_want_warps / float_per_part.
-int64_t EnvOr(const char* name, int64_t fallback) {
-  const char* e = std::getenv(name);
-  return e == nullptr ? fallback : std::atoll(e);
-}
-std::atomic<int64_t> g_float_want_warps{EnvOr("HERD_CUDA_FLOAT_WANT_WARPS", GemvOptions{}.float_want_warps)};
-std::atomic<int64_t> g_float_per_part{EnvOr("HERD_CUDA_FLOAT_PER_PART", GemvOptions{}.float_per_part)};
 std::atomic<int> g_split_stages{kStages - 1};
-
-// Resident blocks of `kernel` on the whole device (SMs x occupancy). The caller caches it per
-// kernel (the first device it runs on decides; all GPUs of one process are taken to be alike).
-template <typename Args>
-int ResidentBlocks(void (*kernel)(Args)) {
-  int dev = 0, sms = 0, per_sm = 0;
-  HERD_CUDA_CHECK(cudaGetDevice(&dev));
-  HERD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  HERD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
-  return std::max(1, sms * per_sm);
-}
-
-// Launch with programmatic stream serialization (the kernel may start before the previous one
-// in the stream ends; it waits with griddepcontrol.wait before reading that kernel's output).
-template <typename Args>
-void LaunchPdl(void (*kernel)(Args), const Args& args, int blocks, cudaStream_t stream) {
-  bool pdl = g_pdl.load(std::memory_order_relaxed);
-  if constexpr (std::is_same_v<Args, FloatArgs>) {  // weight bytes of the launch against the limit
-    const int64_t bytes = static_cast<int64_t>(args.segs.total_rows) * args.n_in * args.elem_bytes;
-    pdl = bytes <= (g_float_pdl_max_mb.load(std::memory_order_relaxed) << 20);
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(kWarps * 32);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args));
-}
 
 template <DType T, int NT>
 struct QuantKernel {
   static constexpr auto kFn = GemvQuantKernel<T, NT>;
 };
-template <DType T, int NT>
-struct FloatKernel {
-  static constexpr auto kFn = GemvFloatKernel<T, NT>;
-};
-
-// Launches kernel K<T, NT> over `groups` row groups, `per_block` of them per thread block (0:
-// persistent, at most one wave of blocks, each taking an equal number of row groups).
-template <template <DType, int> class K, DType T, int NT, typename Args>
-void LaunchGrid(const Args& a, int groups, int per_block, cudaStream_t stream) {
-  if (per_block == 0) {
-    static const int resident = ResidentBlocks(K<T, NT>::kFn);
-    per_block = (groups + resident - 1) / resident;
-  }
-  LaunchPdl(K<T, NT>::kFn, a, (groups + per_block - 1) / per_block, stream);
-}
-
-// The kernel instance for n tokens (1..8): 1, 2, 4 or 8 accumulators.
-template <template <DType, int> class K, DType T, typename Args>
-void LaunchByTok(const Args& a, int blocks, int per_block, cudaStream_t stream) {
-  if (a.n_tok <= 1) {
-    LaunchGrid<K, T, 1>(a, blocks, per_block, stream);
-  } else if (a.n_tok <= 2) {
-    LaunchGrid<K, T, 2>(a, blocks, per_block, stream);
-  } else if (a.n_tok <= 4) {
-    LaunchGrid<K, T, 4>(a, blocks, per_block, stream);
-  } else {
-    LaunchGrid<K, T, 8>(a, blocks, per_block, stream);
-  }
-}
-
-bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
-// Warps per row: split rows (up to 4 ways, at most one part per unit of work) while a part has
-// more than `per_part` units or the grid has fewer than `want` warps.
-// min_units: a split must leave each part at least that many units.
-int WarpsPerRow(int64_t rows, int64_t units, int64_t per_part, int64_t want = kWantWarps, int64_t min_units = 1) {
-  int wpr = 1;
-  while (wpr < kWarps && (min_units > 1 ? units >= 2 * wpr * min_units : wpr < units) &&
-         ((units + wpr - 1) / wpr > per_part || rows * wpr < want)) {
-    wpr *= 2;
-  }
-  return wpr;
-}
-
-// Fills segs from ws[first, first+n) and ys; returns the total row count.
-void MakeSegs(std::span<const TensorView> ws, std::span<float* const> ys, size_t first, size_t n, Segs* s) {
-  int rows = 0;
-  for (int k = 0; k < kMaxSegs; ++k) {
-    if (static_cast<size_t>(k) < n) {
-      const TensorView& w = ws[first + k];
-      HERD_CHECK(w.rows() < INT_MAX - rows);
-      s->w[k] = static_cast<const uint8_t*>(w.data);
-      s->y[k] = ys[first + k];
-      s->n_out[k] = static_cast<int>(w.rows());
-      s->row0[k] = rows;
-      rows += static_cast<int>(w.rows());
-    } else {
-      s->w[k] = nullptr;
-      s->y[k] = nullptr;
-      s->n_out[k] = 0;
-      s->row0[k] = INT_MAX;
-    }
-  }
-  s->total_rows = rows;
-}
 
 }  // namespace
 
@@ -491,11 +184,9 @@ bool GemvProgrammaticLaunch() { return g_pdl.load(std::memory_order_relaxed); }
 
 void SetGemvOptions(const GemvOptions& o) {
   g_pdl.store(o.pdl);
-  g_float_pdl_max_mb.store(o.float_pdl_max_mb);
-  g_float_want_warps.store(o.float_want_warps);
-  g_float_per_part.store(o.float_per_part);
   g_groups_per_block.store(o.groups_per_block);
   g_split_stages.store(o.split_stages);
+  gemv::SetFloatGemvOptions(o);
 }
 
 void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x, int64_t n_tok,
@@ -536,87 +227,11 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
         at.x.sums += t0 * x.g_stride;
         for (int k = 0; k < kMaxSegs; ++k)
           if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
-        LaunchByTok<QuantKernel, T>(at, blocks, groups_per_block, stream);
+        LaunchByTok<QuantKernel, T>(at, blocks, groups_per_block, GemvProgrammaticLaunch(), stream);
       }
     }
   });
   HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(type).data());
-}
-
-bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
-                  cudaStream_t stream) {
-  HERD_CHECK(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols());
-  HERD_CHECK(gate.rows() < INT_MAX / 2);
-  const DType type = gate.type;
-  const int64_t n_in = gate.cols();
-  const int e = type == DType::kF32 ? 4 : 8;
-  const TensorView ws[2] = {gate, up};
-  float* const ys[2] = {out, out};  // unused in GLU mode
-  FloatArgs a{};
-  MakeSegs(ws, ys, 0, 2, &a.segs);
-  a.n_in = n_in;
-  a.elem_bytes = type == DType::kF32 ? 4 : 2;
-  a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
-  // GemvFloat's split of the same rows; a block must hold a gate row and its up row (wpr <= 2).
-  a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
-                      kFloatMinUnits);
-  if (a.wpr > 2) return false;
-  if (n_tok == 0 || gate.rows() == 0) return true;
-  a.n_glu = static_cast<int>(gate.rows());
-  const int half = kWarps / a.wpr / 2;
-  const int blocks = (a.n_glu + half - 1) / half;
-  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-    FloatArgs at = a;
-    at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-    at.x = x + t0 * n_in;
-    at.glu_out = out + t0 * gate.rows();
-    switch (type) {
-      case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, stream); break;
-      case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, stream); break;
-      case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, stream); break;
-      default: HERD_CHECK_MSG(false, "GemvFloatGlu: %s is not a float type", DTypeName(type).data());
-    }
-  }
-  return true;
-}
-
-void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const float* x, int64_t n_tok,
-               cudaStream_t stream) {
-  if (ws.empty() || n_tok == 0) return;
-  const DType type = ws[0].type;
-  const int64_t n_in = ws[0].cols();
-  const int e = type == DType::kF32 ? 4 : 8;
-  for (size_t first = 0; first < ws.size(); first += kMaxSegs) {
-    const size_t n = std::min<size_t>(kMaxSegs, ws.size() - first);
-    FloatArgs a{};
-    MakeSegs(ws, ys, first, n, &a.segs);
-    if (a.segs.total_rows == 0) continue;
-    a.n_in = n_in;
-    a.elem_bytes = type == DType::kF32 ? 4 : 2;
-    a.vec = n_in % e == 0 && Aligned16(x);
-    for (size_t k = first; k < first + n; ++k) {
-      HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
-      a.vec = a.vec && Aligned16(ws[k].data);
-    }
-    // Split rows (4 vectors per lane in flight) only while the grid has few warps.
-    a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
-                        kFloatMinUnits);
-    const int rows_per_block = kWarps / a.wpr;
-    const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
-    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-      FloatArgs at = a;
-      at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-      at.x = x + t0 * n_in;
-      for (int k = 0; k < kMaxSegs; ++k)
-        if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
-      switch (type) {
-        case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, stream); break;
-        case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, stream); break;
-        case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, stream); break;
-        default: HERD_CHECK_MSG(false, "GemvFloat: %s is not a float type", DTypeName(type).data());
-      }
-    }
-  }
 }
 
 }  // namespace herd::cuda::internal

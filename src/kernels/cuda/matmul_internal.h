@@ -1,4 +1,4 @@
-// The launchers behind MatMulRunner and GetRows (matmul_gemv.cu, dequantize_cuda.cu), shared by
+// The launchers behind MatMulRunner and GetRows (matmul_gemv*.cu, quant_*.cu, dequantize_cuda.cu), shared by
 // the runner, its test and its benchmark. All queue work on `stream` and return at once; all
 // pointers are device memory. Not part of the backend interface.
 #pragma once

@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/quant_act.cuh"
 
@@ -21,8 +22,8 @@ __global__ void __launch_bounds__(256) QuantizeActKernel(const float* x, int64_t
   // Launched with programmatic stream serialization (matmul_gemv.cu): let the GEMV after this
   // kernel start its weight loads, then wait for the kernels before it (x, and the previous
   // GEMV still reading the buffers written below).
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  PdlTrigger();
+  PdlWait();
   const int64_t t = blockIdx.y;
   const int64_t v0 = static_cast<int64_t>(blockIdx.x) * kStepValues + 8 * threadIdx.x;  // first value in the row
   float v[8];
@@ -53,25 +54,18 @@ QuantizedActivations QuantizeActivations(DType format, const float* x, int64_t n
   const ActLayout l = MakeActLayout(n_tok, n_in);
   const ActOut o = MakeActOut(buffer, l);
   if (n_tok > 0 && n_in > 0) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(l.q_stride / kStepValues), static_cast<unsigned>(n_tok));
-    cfg.blockDim = dim3(256);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = GemvProgrammaticLaunch() ? 1 : 0;
+    const dim3 grid(static_cast<unsigned>(l.q_stride / kStepValues), static_cast<unsigned>(n_tok));
+    const bool pdl = GemvProgrammaticLaunch();
     const bool vec = (reinterpret_cast<uintptr_t>(x) & 15) == 0;  // rows of n_in (a multiple of 32) floats
     switch (format) {
       case DType::kQ8_0:
-        HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantizeActKernel<DType::kQ8_0>, x, n_in, o, vec));
+        LaunchPdlIf(pdl, QuantizeActKernel<DType::kQ8_0>, grid, dim3(256), 0, stream, x, n_in, o, vec);
         break;
       case DType::kQ8_1:
-        HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantizeActKernel<DType::kQ8_1>, x, n_in, o, vec));
+        LaunchPdlIf(pdl, QuantizeActKernel<DType::kQ8_1>, grid, dim3(256), 0, stream, x, n_in, o, vec);
         break;
       case DType::kQ8_K:
-        HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, QuantizeActKernel<DType::kQ8_K>, x, n_in, o, vec));
+        LaunchPdlIf(pdl, QuantizeActKernel<DType::kQ8_K>, grid, dim3(256), 0, stream, x, n_in, o, vec);
         break;
       default: HERD_CHECK_MSG(false, "QuantizeActivations: %s is not an activation format", DTypeName(format).data());
     }

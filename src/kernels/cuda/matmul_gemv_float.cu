@@ -1,0 +1,261 @@
+// GEMV kernels for F32/F16/BF16 weights at one token (decode): 16-byte streaming loads, kU
+// vectors per lane in flight (the next batch loaded while one is multiplied, the first before
+// the dependency wait), float32 FMAs; the work split and launch helpers of gemv_common.cuh.
+// GemvFloatGlu runs gate and up as one launch with the SwiGLU in the epilogue.
+// PDL: used for launches of at most GemvOptions::float_pdl_max_mb MiB of weights (on H100 PDL
+// helped llama-3.2-1b F16 decode and cost llama-3.1-8b F16 3% on its large launches,
+// bench/results/cuda-models-2026-11-22.md).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemv_common.cuh"
+#include "kernels/cuda/matmul_internal.h"
+#include "kernels/cuda/quant_stage.cuh"
+
+namespace herd::cuda::internal {
+namespace {
+
+using namespace gemv;  // NOLINT(google-build-using-namespace): the shared GEMV helpers
+
+// Float GEMV: split a row only while each part keeps at least this many 512-byte units (the
+// float grid target is GemvOptions::float_want_warps). On H100 decode with float_want_warps
+// 16384 instead of 4096, llama-3.1-8b F16 gained 0.7-1.2% (its 4096-6144-row matrices split 4
+// ways) and llama-3.2-1b F16 lost 2-3% (its down projection split 4 ways): default kept at 4096
+// (bench/results/cuda-models-2026-11-22.md).
+constexpr int64_t kFloatMinUnits = 4;
+
+template <DType T>
+__device__ __forceinline__ float ToFloat(uint32_t bits16) {
+  if constexpr (T == DType::kBF16) return __uint_as_float(bits16 << 16);
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits16)));
+}
+
+// Eight (F16/BF16) or four (F32) weights of one 16-byte vector as floats.
+template <DType T>
+__device__ __forceinline__ void Unpack16(const uint4& v, float* f) {
+  if constexpr (T == DType::kF32) {
+    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
+  } else {
+    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      f[2 * k] = ToFloat<T>(u[k] & 0xFFFFu);
+      f[2 * k + 1] = ToFloat<T>(u[k] >> 16);
+    }
+  }
+}
+
+template <DType T>
+__device__ __forceinline__ float LoadScalar(const uint8_t* w, int64_t i) {
+  if constexpr (T == DType::kF32) return reinterpret_cast<const float*>(w)[i];
+  return ToFloat<T>(reinterpret_cast<const uint16_t*>(w)[i]);
+}
+
+struct FloatArgs {
+  Segs segs;
+  int64_t n_in;
+  const float* x;
+  int n_tok;
+  int wpr;
+  int elem_bytes;  // of the weights (2 or 4)
+  bool vec;        // rows and x 16-byte aligned: vector path
+  // GLU mode (GemvFloatGlu): segs = {gate, up} of n_glu rows each; a block's first rpb / 2 row
+  // slots are gate rows, the others the same up rows, and glu_out[t, j] = silu(gate) * up.
+  float* glu_out;
+  int n_glu;
+};
+
+// Lane `lane` of part `part` takes 16-byte vectors part * 32 + lane + k * 32 * wpr of its row,
+// kU at a time; the next kU are loaded while one batch is multiplied, and the first batch is
+// loaded before griddepcontrol.wait (weights are never written by kernels), so the DRAM latency
+// of the first loads overlaps the previous kernel's tail when launched with PDL.
+template <DType T, int NT>
+__global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_constant__ FloatArgs a) {
+  constexpr int kE = T == DType::kF32 ? 4 : 8;  // elements per 16-byte vector
+  constexpr int kU = 4;                         // vectors per lane in flight
+  PdlTrigger();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int rpb = kWarps / a.wpr, slot = warp / a.wpr, half = rpb / 2;
+  const int glu_row = blockIdx.x * half + (slot < half ? slot : slot - half);  // GLU mode: row of gate/up
+  const int gr = a.glu_out == nullptr ? blockIdx.x * rpb + slot
+                 : glu_row < a.n_glu  ? glu_row + (slot < half ? 0 : a.n_glu)
+                                      : a.segs.total_rows;  // past the end: no row
+  const int part = warp % a.wpr;
+  const bool valid = gr < a.segs.total_rows;
+  const int seg = FindSeg(a.segs, valid ? gr : 0);
+  const int row = gr - a.segs.row0[seg];
+  const int64_t n_in = a.n_in;
+  const uint8_t* wrow = a.segs.w[seg] + row * n_in * (T == DType::kF32 ? 4 : 2);
+  const uint4* wv = reinterpret_cast<const uint4*>(wrow);
+  const int64_t nv = n_in / kE;
+  const int stride = 32 * a.wpr;
+  uint4 next[kU];
+  auto load = [&](int64_t v0) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (v0 + stride * u < nv) next[u] = LoadStreaming(wv + v0 + stride * u);
+  };
+  const int64_t first = part * 32 + lane;
+  if (valid && a.vec) load(first);
+  PdlWait();  // x may come from the kernel before this one
+  float acc[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
+  if (valid && a.vec) {
+    for (int64_t v0 = first; v0 < nv; v0 += stride * kU) {
+      uint4 raw[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) raw[u] = next[u];
+      if (v0 + stride * kU < nv) load(v0 + stride * kU);
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t v = v0 + stride * u;
+        if (v < nv) {
+          float f[kE];
+          Unpack16<T>(raw[u], f);
+#pragma unroll
+          for (int t = 0; t < NT; ++t) {
+            if (t < a.n_tok) {
+              const float4* xp = reinterpret_cast<const float4*>(a.x + t * n_in + v * kE);
+#pragma unroll
+              for (int k = 0; k < kE / 4; ++k) {
+                const float4 xv = __ldg(xp + k);
+                acc[t] += f[4 * k] * xv.x + f[4 * k + 1] * xv.y + f[4 * k + 2] * xv.z + f[4 * k + 3] * xv.w;
+              }
+            }
+          }
+        }
+      }
+    }
+  } else if (valid) {
+    for (int64_t i = part * 32 + lane; i < n_in; i += 32 * a.wpr) {
+      const float f = LoadScalar<T>(wrow, i);
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+        if (t < a.n_tok) acc[t] += f * a.x[t * n_in + i];
+    }
+  }
+  if (a.glu_out == nullptr) {
+    ReduceAndStore<NT>(acc, a.wpr, valid, a.segs.y[seg], a.segs.n_out[seg], row, a.n_tok);
+    return;
+  }
+  __shared__ float rows[kWarps * NT];  // [t][slot]
+  ReduceAndStore<NT>(acc, a.wpr, valid, rows, kWarps, slot, a.n_tok);
+  __syncthreads();
+  if (slot < half && warp % a.wpr == 0 && lane < a.n_tok && glu_row < a.n_glu) {
+    const float g = rows[lane * kWarps + slot], u = rows[lane * kWarps + slot + half];
+    a.glu_out[static_cast<int64_t>(lane) * a.n_glu + glu_row] = g / (1.0f + expf(-g)) * u;  // as SwiGlu
+  }
+}
+
+int64_t EnvOr(const char* name, int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoll(e);
+}
+// Initial values from HERD_CUDA_FLOAT_PDL_MB / _WANT_WARPS / _PER_PART (GemvOptions otherwise).
+std::atomic<int64_t> g_float_pdl_max_mb{EnvOr("HERD_CUDA_FLOAT_PDL_MB", GemvOptions{}.float_pdl_max_mb)};
+std::atomic<int64_t> g_float_want_warps{EnvOr("HERD_CUDA_FLOAT_WANT_WARPS", GemvOptions{}.float_want_warps)};
+std::atomic<int64_t> g_float_per_part{EnvOr("HERD_CUDA_FLOAT_PER_PART", GemvOptions{}.float_per_part)};
+
+template <DType T, int NT>
+struct FloatKernel {
+  static constexpr auto kFn = GemvFloatKernel<T, NT>;
+};
+
+// PDL for a launch of a's weights (see the top).
+bool FloatPdl(const FloatArgs& a) {
+  const int64_t bytes = static_cast<int64_t>(a.segs.total_rows) * a.n_in * a.elem_bytes;
+  return bytes <= (g_float_pdl_max_mb.load(std::memory_order_relaxed) << 20);
+}
+
+}  // namespace
+
+void gemv::SetFloatGemvOptions(const GemvOptions& o) {
+  g_float_pdl_max_mb.store(o.float_pdl_max_mb);
+  g_float_want_warps.store(o.float_want_warps);
+  g_float_per_part.store(o.float_per_part);
+}
+
+bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+                  cudaStream_t stream) {
+  HERD_CHECK(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols());
+  HERD_CHECK(gate.rows() < INT_MAX / 2);
+  const DType type = gate.type;
+  const int64_t n_in = gate.cols();
+  const int e = type == DType::kF32 ? 4 : 8;
+  const TensorView ws[2] = {gate, up};
+  float* const ys[2] = {out, out};  // unused in GLU mode
+  FloatArgs a{};
+  MakeSegs(ws, ys, 0, 2, &a.segs);
+  a.n_in = n_in;
+  a.elem_bytes = type == DType::kF32 ? 4 : 2;
+  a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
+  // GemvFloat's split of the same rows; a block must hold a gate row and its up row (wpr <= 2).
+  a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
+                      kFloatMinUnits);
+  if (a.wpr > 2) return false;
+  if (n_tok == 0 || gate.rows() == 0) return true;
+  a.n_glu = static_cast<int>(gate.rows());
+  const int half = kWarps / a.wpr / 2;
+  const int blocks = (a.n_glu + half - 1) / half;
+  for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+    FloatArgs at = a;
+    at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+    at.x = x + t0 * n_in;
+    at.glu_out = out + t0 * gate.rows();
+    switch (type) {
+      case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, FloatPdl(at), stream); break;
+      case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, FloatPdl(at), stream); break;
+      case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, FloatPdl(at), stream); break;
+      default: HERD_CHECK_MSG(false, "GemvFloatGlu: %s is not a float type", DTypeName(type).data());
+    }
+  }
+  return true;
+}
+
+void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const float* x, int64_t n_tok,
+               cudaStream_t stream) {
+  if (ws.empty() || n_tok == 0) return;
+  const DType type = ws[0].type;
+  const int64_t n_in = ws[0].cols();
+  const int e = type == DType::kF32 ? 4 : 8;
+  for (size_t first = 0; first < ws.size(); first += kMaxSegs) {
+    const size_t n = std::min<size_t>(kMaxSegs, ws.size() - first);
+    FloatArgs a{};
+    MakeSegs(ws, ys, first, n, &a.segs);
+    if (a.segs.total_rows == 0) continue;
+    a.n_in = n_in;
+    a.elem_bytes = type == DType::kF32 ? 4 : 2;
+    a.vec = n_in % e == 0 && Aligned16(x);
+    for (size_t k = first; k < first + n; ++k) {
+      HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
+      a.vec = a.vec && Aligned16(ws[k].data);
+    }
+    // Split rows (4 vectors per lane in flight) only while the grid has few warps.
+    a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
+                        kFloatMinUnits);
+    const int rows_per_block = kWarps / a.wpr;
+    const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      FloatArgs at = a;
+      at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+      at.x = x + t0 * n_in;
+      for (int k = 0; k < kMaxSegs; ++k)
+        if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
+      switch (type) {
+        case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, FloatPdl(at), stream); break;
+        case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, FloatPdl(at), stream); break;
+        case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, FloatPdl(at), stream); break;
+        default: HERD_CHECK_MSG(false, "GemvFloat: %s is not a float type", DTypeName(type).data());
+      }
+    }
+  }
+}
+
+}  // namespace herd::cuda::internal
