@@ -198,40 +198,50 @@ HERD_HD void ScaleMinK4(uint32_t h1, uint32_t h2, uint32_t h3, int k, uint32_t* 
   *mn = m >> (16 * (k & 1));
 }
 
+// The header of a Q4_K/Q5_K block as one lane quarter k needs it: d, dmin and the 6-bit scales
+// and mins of sub-blocks 2k, 2k+1 (h: the block's first 16 bytes); and the lane's contribution
+// from the two sub-blocks' integer dots, as ref::VecDot scales them.
+struct KHeader45 {
+  int sc0, sc1, mn0, mn1;
+  float d, dmin;
+  HERD_HD void Load(const uint32_t (&h)[4], int k) {
+    d = HalfBits(h[0] & 0xFFFF);
+    dmin = HalfBits(h[0] >> 16);
+    uint32_t sc, mn;
+    ScaleMinK4(h[1], h[2], h[3], k, &sc, &mn);
+    sc0 = sc & 0xFF, sc1 = (sc >> 8) & 0xFF, mn0 = mn & 0xFF, mn1 = (mn >> 8) & 0xFF;
+  }
+  HERD_HD float Term(int dot0, int dot1, const ActLane& x) const {
+    const int isum = sc0 * dot0 + sc1 * dot1;
+    const int msum = mn0 * (x.s[0] + x.s[1]) + mn1 * (x.s[2] + x.s[3]);
+    return x.d0 * (d * static_cast<float>(isum) - dmin * static_cast<float>(msum));
+  }
+};
+
 // Q4_K: d, dmin, scales[12], qs[128]; qs[32c + l] = element 64c + l (low nibble), 64c + 32 + l
 // (high nibble). Lane quarter k: qs[32k..32k+31], sub-blocks 2k (words 0-7), 2k+1 (words 8-15).
 template <>
 struct Lane<DType::kQ4_K> {
   uint32_t lo[8], hi[8];
-  int sc0, sc1, mn0, mn1;
-  float d, dmin;
+  KHeader45 hd;
   HERD_HD void Load(const uint8_t* step, int lane) {
     const uint8_t* b = step + 144 * (lane >> 2);
     const int k = lane & 3;
     uint32_t h[4], q[8];
     Words16<4>(b, h);
     Words16<8>(b + 16 + 32 * k, q);
-    d = HalfBits(h[0] & 0xFFFF);
-    dmin = HalfBits(h[0] >> 16);
-    uint32_t sc, mn;
-    ScaleMinK4(h[1], h[2], h[3], k, &sc, &mn);
-    sc0 = sc & 0xFF, sc1 = (sc >> 8) & 0xFF, mn0 = mn & 0xFF, mn1 = (mn >> 8) & 0xFF;
+    hd.Load(h, k);
     HERD_UNROLL
     for (int w = 0; w < 8; ++w) lo[w] = q[w] & 0x0F0F0F0Fu, hi[w] = q[w] & 0xF0F0F0F0u;
   }
-  HERD_HD float Dot(const ActLane& x) const {
-    const int isum = sc0 * Dot32(lo, x, 0) + sc1 * DotHighNibbles<8>(hi, x, 8);
-    const int msum = mn0 * (x.s[0] + x.s[1]) + mn1 * (x.s[2] + x.s[3]);
-    return x.d0 * (d * static_cast<float>(isum) - dmin * static_cast<float>(msum));
-  }
+  HERD_HD float Dot(const ActLane& x) const { return hd.Term(Dot32(lo, x, 0), DotHighNibbles<8>(hi, x, 8), x); }
 };
 
 // Q5_K: d, dmin, scales[12], qh[32], qs[128]; as Q4_K plus bit 4 of element 32j + l in bit j of qh[l].
 template <>
 struct Lane<DType::kQ5_K> {
   uint32_t lo[8], hi[8];
-  int sc0, sc1, mn0, mn1;
-  float d, dmin;
+  KHeader45 hd;
   HERD_HD void Load(const uint8_t* step, int lane) {
     const uint8_t* b = step + 176 * (lane >> 2);
     const int k = lane & 3;
@@ -239,11 +249,7 @@ struct Lane<DType::kQ5_K> {
     Words16<4>(b, h);
     Words16<8>(b + 16, qh);
     Words16<8>(b + 48 + 32 * k, q);
-    d = HalfBits(h[0] & 0xFFFF);
-    dmin = HalfBits(h[0] >> 16);
-    uint32_t sc, mn;
-    ScaleMinK4(h[1], h[2], h[3], k, &sc, &mn);
-    sc0 = sc & 0xFF, sc1 = (sc >> 8) & 0xFF, mn0 = mn & 0xFF, mn1 = (mn >> 8) & 0xFF;
+    hd.Load(h, k);
     HERD_UNROLL
     for (int w = 0; w < 8; ++w) {
       const uint32_t hs = qh[w] >> (2 * k);
@@ -251,11 +257,7 @@ struct Lane<DType::kQ5_K> {
       hi[w] = ((q[w] >> 4) & 0x0F0F0F0Fu) | ((hs << 3) & 0x10101010u);
     }
   }
-  HERD_HD float Dot(const ActLane& x) const {
-    const int isum = sc0 * Dot32(lo, x, 0) + sc1 * Dot32(hi, x, 8);
-    const int msum = mn0 * (x.s[0] + x.s[1]) + mn1 * (x.s[2] + x.s[3]);
-    return x.d0 * (d * static_cast<float>(isum) - dmin * static_cast<float>(msum));
-  }
+  HERD_HD float Dot(const ActLane& x) const { return hd.Term(Dot32(lo, x, 0), Dot32(hi, x, 8), x); }
 };
 
 // Q6_K: ql[128], qh[64], scales[16] (int8), d. Element 128h + 32g + l: nibble g/2 of
