@@ -1,9 +1,12 @@
 // herd bench-model -m MODEL -p 512 -n 128 [-t THREADS] [-r REPS] [--kv-type f16|f32|q8_0]
-//                  [--device cpu|cuda[:N]] [--json]
+//                  [--device cpu|cuda[:N]] [--logits] [--json]
 //
 // Measures like llama-bench: prompt processing (pp) = one forward pass over p tokens from an
-// empty context (chunked by --batch); text generation (tg) = n single-token decode steps from
-// an empty context. Each repetition uses a fresh KV cache state; a warm-up run first faults
+// empty context (chunked by --batch); text generation (tg) = n single-token greedy decode steps
+// from an empty context, each step's choice (the argmax, computed on the GPU there: 4 bytes come
+// back) fed back as the next token, as a temperature-0 request runs; --logits instead copies
+// each step's full logits to the host and feeds a fixed token sequence (this bench's tg before
+// 2026-11-24). Each repetition uses a fresh KV cache state; a warm-up run first faults
 // the weights into memory. Reports mean ± sample standard deviation of tokens/s.
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -29,6 +32,7 @@ struct BenchOptions {
   bool json = false;
   std::string kv_type = "f16";
   std::string device = "cpu";
+  bool logits = false;  // tg copies every step's full logits to the host instead of greedy ids
 };
 
 struct Stats {
@@ -66,6 +70,8 @@ void RunBench(const BenchOptions& o) {
   // sized buffers (GPU scratch, cuBLAS workspaces, captured decode graphs) exist before timing.
   check(session.Append(o.prompt > 0 ? prompt : std::vector<int32_t>{1, 2, 3, 4}, logits.data()));
   for (int i = 0; i < 3; ++i) check(session.Append({5}, logits.data()));
+  int32_t next = 0;
+  for (int i = 0; i < 3; ++i) check(session.AppendGreedy({5}, &next));
   session.Reset();
 
   std::vector<double> pp, tg;
@@ -80,8 +86,12 @@ void RunBench(const BenchOptions& o) {
       int32_t tok = 1;
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < o.gen; ++i) {
-        check(session.Append({tok}, logits.data()));
-        tok = (tok * 31 + 7) % n_vocab;
+        if (o.logits) {
+          check(session.Append({tok}, logits.data()));
+          tok = (tok * 31 + 7) % n_vocab;
+        } else {
+          check(session.AppendGreedy({tok}, &tok));  // greedy decoding: the choice is the next input
+        }
       }
       tg.push_back(o.gen / Seconds(t0, std::chrono::steady_clock::now()));
       session.Reset();
@@ -97,9 +107,9 @@ void RunBench(const BenchOptions& o) {
     std::printf(
         "{\"model\": \"%s\", \"file_gb\": %.4f, \"device\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"reps\": %d, "
         "\"kv_type\": \"%s\", \"prompt\": %d, \"gen\": %d, \"pp_tok_s\": %.3f, \"pp_sd\": %.3f, "
-        "\"tg_tok_s\": %.3f, \"tg_sd\": %.3f}\n",
+        "\"tg_tok_s\": %.3f, \"tg_sd\": %.3f, \"tg_mode\": \"%s\"}\n",
         o.model.c_str(), gb, lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.reps, kv, o.prompt, o.gen,
-        p.mean, p.sd, g.mean, g.sd);
+        p.mean, p.sd, g.mean, g.sd, o.logits ? "logits" : "greedy");
     return;
   }
   std::printf("model: %s (%.3f GB) %s\n", o.model.c_str(), gb, model.config().Describe().c_str());
@@ -123,6 +133,7 @@ void AddBenchModelCommand(CLI::App& app) {
   cmd->add_option("-b,--batch", o->batch, "Most tokens per forward pass")->capture_default_str();
   AddKvTypeOption(cmd, &o->kv_type);
   AddDeviceOption(cmd, &o->device);
+  cmd->add_flag("--logits", o->logits, "tg: copy every step's logits to the host (no greedy feedback)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->callback([o] { RunBench(*o); });
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/check.h"
+
 namespace herd {
 
 GenerationSession::GenerationSession(Model* model, KvCache* cache, int32_t n_batch)
@@ -30,6 +32,15 @@ Status GenerationSession::EnsureBlocks(int32_t n_positions) {
 }
 
 Status GenerationSession::Append(const std::vector<int32_t>& tokens, float* logits) {
+  return AppendChunks(tokens, logits, nullptr);
+}
+
+Status GenerationSession::AppendGreedy(const std::vector<int32_t>& tokens, int32_t* next) {
+  HERD_CHECK(next != nullptr);
+  return AppendChunks(tokens, nullptr, next);
+}
+
+Status GenerationSession::AppendChunks(const std::vector<int32_t>& tokens, float* logits, int32_t* argmax) {
   if (tokens.empty()) return InvalidArgument("no tokens to append");
   const int32_t n_ctx = model_->config().n_ctx_train;
   if (n_past_ + static_cast<int32_t>(tokens.size()) > n_ctx) {
@@ -48,8 +59,11 @@ Status GenerationSession::Append(const std::vector<int32_t>& tokens, float* logi
     for (size_t i = 0; i < batch.tokens.size(); ++i) batch.pos[i] = n_past_ + static_cast<int32_t>(i);
     batch.logit_rows.clear();
     const bool last_chunk = end == tokens.size();
-    if (last_chunk && logits != nullptr) batch.logit_rows.push_back(static_cast<int32_t>(batch.tokens.size()) - 1);
-    HERD_RETURN_IF_ERROR(model_->Forward(batch, cache_->layers(), logits));
+    if (last_chunk && (logits != nullptr || argmax != nullptr)) {
+      batch.logit_rows.push_back(static_cast<int32_t>(batch.tokens.size()) - 1);
+    }
+    batch.argmax_only = last_chunk && argmax != nullptr;
+    HERD_RETURN_IF_ERROR(model_->Forward(batch, cache_->layers(), logits, batch.argmax_only ? argmax : nullptr));
     n_past_ += static_cast<int32_t>(batch.tokens.size());
   }
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());

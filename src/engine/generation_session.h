@@ -24,6 +24,9 @@ class GenerationSession {
   // non-null it receives the last token's logits [n_vocab]. Errors: context full (no free
   // block), invalid token ids.
   Status Append(const std::vector<int32_t>& tokens, float* logits);
+  // The same, returning only the last token's greedy choice (first index of the largest logit)
+  // in *next: on a GPU the argmax runs there and 4 bytes come back instead of n_vocab floats.
+  Status AppendGreedy(const std::vector<int32_t>& tokens, int32_t* next);
 
   // Frees all blocks; the next Append starts at position 0.
   void Reset();
@@ -33,6 +36,7 @@ class GenerationSession {
 
  private:
   Status EnsureBlocks(int32_t n_positions);
+  Status AppendChunks(const std::vector<int32_t>& tokens, float* logits, int32_t* argmax);
 
   Model* model_;
   KvCache* cache_;

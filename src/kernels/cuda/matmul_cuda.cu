@@ -4,9 +4,10 @@
 //     QuantizeActivations per format and call, shared by MatMulShared's weights) and GemvQuant;
 //     float weights take float32 x directly (GemvFloat).
 //   Tensor-core path: x converted once to half (bfloat16 for BF16 weights), then cuBLAS
-//     (fp32 accumulation and output). F16/BF16 weights are used in place; quantized weights are
-//     dequantized to half in tiles of at most kTileBytes, one GEMM per tile. F32 weights: SGEMM
-//     (no TF32).
+//     (fp32 accumulation and output). F16/BF16 weights are used in place. Quantized weights:
+//     up to QuantTcMaxTok() tokens the fused kernel (GemmQuantTc: dequantized in shared memory,
+//     mma.sync; same weight halves) where it takes the weight; else dequantized to half in tiles of
+//     at most kTileBytes, one GEMM per tile. F32 weights: SGEMM (no TF32).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -27,16 +28,21 @@ constexpr int64_t kGemvMaxTokQuant = 8;
 constexpr int64_t kGemvMaxTokFloat = 1;
 constexpr size_t kTileBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
+constexpr int64_t kQuantTcMaxTokDefault = 128;  // H100: slower than cuBLAS from 256 tokens on
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
-// HERD_CUDA_MATMUL_PATH=gemv|tc|auto (default auto): the path every runner starts with (a
+// HERD_CUDA_MATMUL_PATH=gemv|tc|tc-fused|tc-cublas|auto (default auto): the path every runner starts with (a
 // debugging knob, e.g. to run prompts through the GEMV's reference-exact int8 arithmetic).
 MatMulPath PathFromEnvironment() {
   const char* e = std::getenv("HERD_CUDA_MATMUL_PATH");
   if (e == nullptr) return MatMulPath::kAuto;
   const std::string_view v(e);
-  return v == "gemv" ? MatMulPath::kGemv : v == "tc" ? MatMulPath::kTensorCore : MatMulPath::kAuto;
+  if (v == "gemv") return MatMulPath::kGemv;
+  if (v == "tc") return MatMulPath::kTensorCore;
+  if (v == "tc-fused") return MatMulPath::kTensorCoreFused;
+  if (v == "tc-cublas") return MatMulPath::kTensorCoreCublas;
+  return MatMulPath::kAuto;
 }
 
 // Scratch slot of an activation format (ref::VecDotType of a quantized weight type).
@@ -78,6 +84,7 @@ struct MatMulRunner::Impl {
   DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
+  DeviceBuffer partials;   // GemmQuantTc split-K sums
   // An input converted by FusedRmsNorm / FusedSwiGlu for the next call: int8 activations for the
   // GEMV (q.q != nullptr) or half / bfloat16 x for the tensor cores (half != nullptr).
   struct Prepared {
@@ -105,6 +112,11 @@ struct MatMulRunner::Impl {
 
   bool UseGemv(DType t, int64_t n_tok) const {
     return (path == MatMulPath::kAuto ? AutoPath(t, n_tok) : path) == MatMulPath::kGemv;
+  }
+  // On the tensor-core path: the fused kernel for w at n_tok tokens.
+  bool UseQuantTc(const TensorView& w, int64_t n_tok) const {
+    if (path == MatMulPath::kTensorCoreCublas || !internal::GemmQuantTcSupports(w)) return false;
+    return path == MatMulPath::kTensorCoreFused || n_tok <= QuantTcMaxTok();
   }
 
   cublasHandle_t Blas() {
@@ -236,6 +248,23 @@ struct MatMulRunner::Impl {
     // Tensor-core path: x converted once per format.
     const void* xh[2] = {nullptr, nullptr};
     if (pre.half != nullptr && pre.Matches(x, n_tok, n_in)) xh[pre.bf16 ? 1 : 0] = pre.half;
+    // Fused quantized kernel: weights of one type in one launch (up to 4).
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (done[i] || ws[i].rows() == 0 || !UseQuantTc(ws[i], n_tok)) continue;
+      TensorView gw[4];
+      float* gy[4];
+      size_t n = 0;
+      for (size_t j = i; j < ws.size() && n < 4; ++j) {
+        if (!done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0 && UseQuantTc(ws[j], n_tok)) {
+          gw[n] = ws[j];
+          gy[n++] = ys[j];
+          done[j] = true;
+        }
+      }
+      if (xh[0] == nullptr) xh[0] = Convert(x, n_tok, n_in, false);
+      const size_t scratch = internal::GemmQuantTcScratchBytes();
+      internal::GemmQuantTc({gw, n}, {gy, n}, xh[0], n_tok, partials.Get(scratch, stream), scratch, stream);
+    }
     for (size_t i = 0; i < ws.size(); ++i) {
       const TensorView& w = ws[i];
       if (done[i] || w.rows() == 0) continue;
@@ -305,13 +334,23 @@ void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
   Impl& m = *impl_;
   const auto gemv_tok = std::min(n_tok, std::max(kGemvMaxTokQuant, kGemvMaxTokFloat));
   for (DeviceBuffer& b : m.act) b.Get(internal::QuantizedActivationBytes(gemv_tok, n_in), m.stream);
-  if (n_tok > std::min(kGemvMaxTokQuant, kGemvMaxTokFloat) || m.path == MatMulPath::kTensorCore) {
+  if (n_tok > std::min(kGemvMaxTokQuant, kGemvMaxTokFloat) ||
+      (m.path != MatMulPath::kAuto && m.path != MatMulPath::kGemv)) {
     m.Blas();
     for (DeviceBuffer& b : m.half_x) b.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);
     const int64_t rows =
         std::max<int64_t>(128, static_cast<int64_t>(kTileBytes / (static_cast<size_t>(n_in) * 2)) / 128 * 128);
     m.tile.Get(static_cast<size_t>(rows * n_in) * 2, m.stream);
+    m.partials.Get(internal::GemmQuantTcScratchBytes(), m.stream);
   }
+}
+
+int64_t MatMulRunner::QuantTcMaxTok() {
+  static const int64_t max_tok = [] {
+    const char* e = std::getenv("HERD_CUDA_QUANT_TC_MAX_TOK");
+    return e == nullptr ? kQuantTcMaxTokDefault : std::atoll(e);
+  }();
+  return max_tok;
 }
 
 void MatMulRunner::set_path(MatMulPath path) { impl_->path = path; }

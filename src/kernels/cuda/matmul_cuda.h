@@ -21,8 +21,11 @@ namespace herd::cuda {
 
 // Which kernels MatMul uses. kAuto (the default) picks by weight type and n_tok: GEMV kernels
 // for small n_tok, tensor cores above. kGemv / kTensorCore force one path for any n_tok (tests
-// and benchmarks compare them).
-enum class MatMulPath { kAuto, kGemv, kTensorCore };
+// and benchmarks compare them). On the tensor-core path quantized weights take the fused
+// dequantizing kernel (GemmQuantTc) up to kQuantTcMaxTok tokens where it supports the weight,
+// else dequantized half tiles and cuBLAS; kTensorCoreFused / kTensorCoreCublas force one of the
+// two (kTensorCoreFused still falls back to cuBLAS for weights the kernel does not take).
+enum class MatMulPath { kAuto, kGemv, kTensorCore, kTensorCoreFused, kTensorCoreCublas };
 
 // One per stream (not thread-safe): owns the cuBLAS handle and the scratch buffers (quantized
 // activations, dequantized weight tiles) that grow to the largest call seen.
@@ -61,11 +64,14 @@ class MatMulRunner {
   // Otherwise buffers grow on demand, which synchronizes the stream once per growth. Scratch:
   // 3 x 1.4*n_tok*n_in bytes (int8 activations in each of the three formats, GEMV path;
   // n_in rounded up to 2048) or 2*n_tok*n_in (half activations)
-  // + at most 64 MiB (a half tile of dequantized weights) + 32 MiB cuBLAS workspace (tensor-core
-  // path).
+  // + at most 64 MiB (a half tile of dequantized weights) + 32 MiB cuBLAS workspace + 2 x SMs x
+  // 64 KiB split-K partials of the fused kernel (tensor-core path).
   void Reserve(int64_t n_tok, int64_t n_in);
   // The path of later calls (initially kAuto, or HERD_CUDA_MATMUL_PATH=gemv|tc|auto).
   void set_path(MatMulPath path);
+  // Largest n_tok for which the tensor-core path takes the fused kernel on its own (kAuto,
+  // kTensorCore); HERD_CUDA_QUANT_TC_MAX_TOK overrides it (0: never).
+  static int64_t QuantTcMaxTok();
   // The path kAuto takes for a weight of `type` at n_tok tokens (kGemv or kTensorCore).
   static MatMulPath AutoPath(DType type, int64_t n_tok);
 

@@ -1,6 +1,6 @@
 // MatMulRunner benchmark on llama-3.1-8b and llama-3.2-1b projection shapes.
 //   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
-//                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc]
+//                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc,tcf,cublas]
 //                          [--pdl 1] [--float-pdl-mb 64] [--groups -1] [--shape 4096:14336] [--split 2]
 // For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
 // enough copies that the copies together exceed 2x L2 (so a call never finds its weights in
@@ -219,9 +219,13 @@ int Main(int argc, char** argv) {
       }
       for (int64_t n_tok : tok_list) {
         for (const std::string& pname : path_list) {
-          const MatMulPath path = pname == "tc" ? MatMulPath::kTensorCore : MatMulPath::kGemv;
+          const MatMulPath path = pname == "tc"       ? MatMulPath::kTensorCore
+                                  : pname == "tcf"    ? MatMulPath::kTensorCoreFused
+                                  : pname == "cublas" ? MatMulPath::kTensorCoreCublas
+                                                      : MatMulPath::kGemv;
           if (path == MatMulPath::kGemv && n_tok > 64) continue;
-          if (path == MatMulPath::kTensorCore && n_tok == 1 && Traits(*type).quantized) continue;
+          if (path != MatMulPath::kGemv && n_tok == 1 && Traits(*type).quantized) continue;
+          if (path != MatMulPath::kGemv && path != MatMulPath::kTensorCore && !Traits(*type).quantized) continue;
           runner.set_path(path);
           for (int c = 0; c < copies; ++c) {
             runner.MatMul(TensorView::Matrix(*type, s.n_out, s.n_in, ws[c]), x, n_tok, y);  // warm-up

@@ -1,5 +1,6 @@
 // MatMulRunner and GetRows on the GPU against the CPU for every weight type, odd shapes, both
-// matmul paths (GEMV and tensor cores, forced) and the automatic choice; the GEMV's activation
+// matmul paths (GEMV and tensor cores, forced; on the tensor cores quantized weights both through
+// the fused dequantizing kernel and through half tiles + cuBLAS) and the automatic choice; the GEMV's activation
 // quantization against the reference quantizers byte for byte.
 //
 // Weights are random block bytes (every code, scale nibble and high bit pattern occurs) with
@@ -210,6 +211,11 @@ std::vector<Shape> ShapesFor(DType type) {
     out.push_back({7, n_in, 512});
   }
   out.push_back({300, 2 * bs * (bs == 1 ? 64 : 1), 8});
+  // The fused quantized tensor-core kernel (n_in a multiple of 256): split-K over a few row
+  // tiles, two token tiles with a partial one, a single partial row tile.
+  out.push_back({300, 4096, 130});
+  out.push_back({1000, 2048, 200});
+  out.push_back({129, 1024, 9});
   // Enough rows that the GEMVs give each row a single warp.
   out.push_back({4100, n_ins[2], 3});
   out.push_back({4100, n_ins[3], 1});
@@ -242,17 +248,21 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
       Oracle(type, Path::kTensorCore, w, s.n_out, s.n_in, x, s.n_tok, &y_or[1], &mag[1]);
       const double scale = std::sqrt(sq);
 
-      for (MatMulPath mp : {MatMulPath::kGemv, MatMulPath::kTensorCore, MatMulPath::kAuto}) {
+      for (MatMulPath mp : {MatMulPath::kGemv, MatMulPath::kTensorCore, MatMulPath::kTensorCoreFused,
+                            MatMulPath::kTensorCoreCublas, MatMulPath::kAuto}) {
         SCOPED_TRACE(std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) +
                      " n_in=" + std::to_string(s.n_in) + " n_tok=" + std::to_string(s.n_tok) +
                      " path=" + std::to_string(static_cast<int>(mp)));
         HERD_CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, s.n_tok * s.n_out * 4, stream));  // NaN
+        if (mp == MatMulPath::kTensorCoreFused && Traits(type).quantized && s.n_in % 2048 == 0) {
+          EXPECT_TRUE(internal::GemmQuantTcSupports(view)) << "the fused kernel must take this weight";
+        }
         runner.set_path(mp);
         runner.MatMul(view, dx.as<float>(), s.n_tok, dy.as<float>());
         HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
         const std::vector<float> y = Download<float>(dy.p, s.n_tok * s.n_out);
         const MatMulPath taken = mp == MatMulPath::kAuto ? MatMulRunner::AutoPath(type, s.n_tok) : mp;
-        const Path path = taken == MatMulPath::kTensorCore ? Path::kTensorCore : Path::kGemv;
+        const Path path = taken == MatMulPath::kGemv ? Path::kGemv : Path::kTensorCore;
         const std::vector<double>& yo = y_or[path == Path::kGemv ? 0 : 1];
         const std::vector<double>& mg = mag[path == Path::kGemv ? 0 : 1];
         const bool same_as_ref = path == Path::kGemv && Traits(type).quantized;

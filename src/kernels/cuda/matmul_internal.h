@@ -99,6 +99,16 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
 bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
                   cudaStream_t stream);
 
+// ys[k] = x · ws[k]ᵀ on the tensor cores for quantized weights of one type and one n_in (up to 4
+// weights per launch), dequantized inside the kernel (matmul_quant_tc.cu): each weight value is
+// the half DequantizeRowsToHalf gives, x is half [n_tok, n_in] (16-byte aligned), products
+// accumulate in float32. Weights must pass GemmQuantTcSupports. `scratch` (GemmQuantTcScratchBytes,
+// enough for any call) holds split-K partial sums; deterministic (fixed summation order).
+bool GemmQuantTcSupports(const TensorView& w);  // quantized, n_in % 256 == 0, 16-byte aligned rows
+size_t GemmQuantTcScratchBytes();
+void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, const void* x_half, int64_t n_tok,
+                 void* scratch, size_t scratch_bytes, cudaStream_t stream);
+
 // Rows [row0, row0 + n_rows) of a quantized w dequantized to half: out [n_rows, w.cols()].
 // Each value is computed in float exactly as ref::DequantizeRow does, then rounded to half.
 void DequantizeRowsToHalf(const TensorView& w, int64_t row0, int64_t n_rows, void* out, cudaStream_t stream);

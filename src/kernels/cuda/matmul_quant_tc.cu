@@ -1,0 +1,409 @@
+// GemmQuantTc: y = x · Wᵀ for quantized W on the tensor cores, dequantizing inside the kernel
+// (no half copy of the weights in device memory). For batches too large for the GEMV kernels
+// (continuous-batching decode steps of 9-256 sequences, prompt chunks).
+//
+// A CTA (8 warps) computes a tile of kTileTok tokens x kTileRows weight rows over a range of K:
+//   per superstep of 256 values (the common multiple of every block size), the raw weight bytes
+//   of the tile's rows are copied to shared memory with 16-byte cp.async (one superstep ahead);
+//   per half-step of 128 values the warps decode them (DecodeChunk, value = fma(sc, q, mn)
+//   rounded to half: the same halves as DequantizeRowsToHalf) into a [128 rows x 128] half tile (double-buffered: the
+//   next half-step is decoded while this one is multiplied), and x's half tile [128 tokens x 128] (cp.async, one
+//   half-step ahead, zero-filled past n_tok); then mma.sync m16n8k16 (f16 in, f32 accumulate): warp (wm, wn) covers 32
+//   tokens x 64 rows.
+// Weight bytes are read once per token tile (CTAs of one weight tile and different token tiles
+// are adjacent in the grid, so later token tiles find them in L2). Split-K over CTAs when there
+// are too few weight tiles to fill the GPU: partial sums [split][n_tok][rows] float, added in
+// split order by a second kernel (deterministic).
+//
+// Shared memory: raw 2 x 128 x RawStride(T) (<= 78 KB for Q8_0), weight tiles 2 x 128 x 136
+// halves (68 KB), x tiles 2 x 128 x 136 halves (68 KB); one CTA per SM.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
+#include "kernels/cuda/matmul_internal.h"
+#include "kernels/cuda/quant_decode.cuh"
+#include "kernels/cuda/quant_stage.cuh"
+
+namespace herd::cuda::internal {
+namespace {
+
+constexpr int kTileTok = 128;     // tokens per CTA tile
+constexpr int kTileRows = 128;    // weight rows per CTA tile
+constexpr int kStep = 256;        // values per superstep (raw staging)
+constexpr int kHalfStep = 128;    // values per dequantized tile
+constexpr int kHalfStride = 136;  // halves per shared row (+8: ldmatrix without bank conflicts)
+constexpr int kThreads = 256;     // 8 warps: 4 (tokens) x 2 (rows)
+constexpr int kMaxSplits = 8;
+constexpr int kMaxSegsQ = 4;
+
+template <DType T>
+constexpr int StepBytes() {
+  return QTraits<T>::kBlockBytes * kStep / (32 * QTraits<T>::kChunks);
+}
+// 16-byte units copied per row and superstep: the step's bytes from a 16-byte aligned start
+// (the step's offset in the row may be any even number for Q2_K / Q3_K / Q6_K).
+template <DType T>
+constexpr int RawUnits() {
+  return (15 + StepBytes<T>() + 15) / 16;
+}
+// Shared bytes per staged row: the units plus one (DecodeChunk reads up to 4 bytes past the last
+// byte asked for), an odd number of 16-byte units (16-byte accesses of 8 rows hit distinct banks).
+template <DType T>
+constexpr int RawStride() {
+  return ((RawUnits<T>() + 1) | 1) * 16;
+}
+template <DType T>
+constexpr size_t SmemBytes() {
+  return 2 * static_cast<size_t>(kTileRows) * RawStride<T>() + 2 * static_cast<size_t>(kTileRows) * kHalfStride * 2 +
+         2 * static_cast<size_t>(kTileTok) * kHalfStride * 2;
+}
+
+struct QtcArgs {
+  const uint8_t* w[kMaxSegsQ];
+  float* y[kMaxSegsQ];       // [n_tok, n_out[s]] (used without splits)
+  int n_out[kMaxSegsQ];      // rows of segment s
+  int tile0[kMaxSegsQ + 1];  // first weight tile of segment s; tile0[n_segs] = total tiles
+  int row0[kMaxSegsQ];       // first row of segment s in the concatenation (partials' layout)
+  int n_segs;
+  int64_t row_bytes;
+  int n_in;
+  const __half* x;  // [n_tok, n_in]
+  int n_tok;
+  int splits;
+  int ss_per_split;  // supersteps per split
+  float* partial;    // [splits][n_tok][total_rows] when splits > 1
+  int total_rows;
+};
+
+__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// c += a · b: A 16x16 (row), B 16x8 (col), f16 in, f32 accumulate.
+__device__ __forceinline__ void Mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <DType T>
+__global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_constant__ QtcArgs a) {
+  using Q = QTraits<T>;
+  constexpr int kStepBytes = StepBytes<T>();
+  constexpr int kUnits = RawUnits<T>();
+  constexpr int kRawStride = RawStride<T>();
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* raw = smem;                                                        // [2][rows][kRawStride]
+  __half* wh = reinterpret_cast<__half*>(smem + 2 * kTileRows * kRawStride);  // [2][rows][kHalfStride]
+  __half* xs = wh + 2 * kTileRows * kHalfStride;                              // [2][tok][kHalfStride]
+  PdlTrigger();
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tok0 = blockIdx.x * kTileTok;
+  const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
+  int seg = 0;
+#pragma unroll
+  for (int s = 1; s < kMaxSegsQ; ++s) seg += s < a.n_segs && tile >= a.tile0[s];
+  const int row_in_seg = (tile - a.tile0[seg]) * kTileRows;
+  const int valid_rows = min(kTileRows, a.n_out[seg] - row_in_seg);
+  const uint8_t* wbase = a.w[seg] + static_cast<int64_t>(row_in_seg) * a.row_bytes;
+  const int n_ss = a.n_in / kStep;
+  const int ss0 = split * a.ss_per_split;
+  const int ss1 = min(n_ss, ss0 + a.ss_per_split);
+  const int h0 = 2 * ss0, h1 = 2 * ss1;
+
+  // Raw bytes of superstep ss into buffer b: units [lo, lo + n16) of each row, lo 16-aligned.
+  auto load_raw = [&](int ss, int b) {
+    const int64_t off = static_cast<int64_t>(ss) * kStepBytes;
+    const int shift = static_cast<int>(off & 15);
+    const int n16 = (shift + kStepBytes + 15) >> 4;
+    uint8_t* dst = raw + b * kTileRows * kRawStride;
+    for (int u = tid; u < kTileRows * kUnits; u += kThreads) {
+      const int r = u / kUnits, k = u % kUnits;
+      if (r < valid_rows && k < n16)
+        CpAsync16(dst + r * kRawStride + 16 * k, wbase + r * a.row_bytes + (off & ~int64_t{15}) + 16 * k);
+    }
+  };
+  // x's half tile of half-step h into buffer b (zeros past n_tok).
+  auto load_x = [&](int h, int b) {
+    __half* dst = xs + b * kTileTok * kHalfStride;
+    for (int u = tid; u < kTileTok * (kHalfStep / 8); u += kThreads) {
+      const int t = u >> 4, c = u & 15;
+      const bool valid = tok0 + t < a.n_tok;
+      const __half* src = a.x + (valid ? static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8 : 0);
+      CpAsync16Zfill(dst + t * kHalfStride + c * 8, src, valid);
+    }
+  };
+
+  const int wm = warp >> 1, wn = warp & 1;  // tokens [32 wm, +32), rows [64 wn, +64)
+  const bool active = tok0 + 32 * wm < a.n_tok;
+  float acc[2][8][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.f;
+
+  // Dequantizes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 2 chunks a
+  // thread.
+  auto dequant = [&](int h) {
+    const uint8_t* rb = raw + ((h >> 1) & 1) * kTileRows * kRawStride;
+    const int shift = static_cast<int>((static_cast<int64_t>(h >> 1) * kStepBytes) & 15);
+    __half* out = wh + (h & 1) * kTileRows * kHalfStride;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int j = tid + kThreads * i;
+      const int r = j >> 2, c = j & 3;
+      if (r >= valid_rows) continue;
+      const int q = 4 * (h & 1) + c;  // chunk of the superstep
+      Chunk ch;
+      DecodeChunk<T>(SmemSrc{rb + r * kRawStride}, shift + (q / Q::kChunks) * Q::kBlockBytes, q % Q::kChunks, ch);
+      // value = fma(sc, q, mn) in float, rounded to half: the same halves as DequantizeRowsToHalf.
+      // q without an int->float conversion: byte u = q + 128 as the mantissa of 2^23 is the float
+      // 2^23 + 128 + q, and subtracting 2^23 + 128 is exact.
+      uint32_t hv[16];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float sc = ch.sc[k >> 2], mn = ch.mn[k >> 2];
+        const uint32_t u = static_cast<uint32_t>(ch.w[k]) ^ 0x80808080u;
+        float v[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float qf = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540 + i)) - 8388736.f;
+          v[i] = __fmaf_rn(sc, qf, mn);
+        }
+        const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+        hv[2 * k] = *reinterpret_cast<const uint32_t*>(&lo);
+        hv[2 * k + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+      }
+      uint4* dst = reinterpret_cast<uint4*>(out + r * kHalfStride + 32 * c);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) dst[k] = make_uint4(hv[4 * k], hv[4 * k + 1], hv[4 * k + 2], hv[4 * k + 3]);
+    }
+  };
+  // acc += x tile (half-step h) · weight tile (half-step h)ᵀ for this warp's 32 tokens x 64 rows.
+  auto mma_step = [&](int h) {
+    if (!active) return;
+    const __half* xa = xs + (h & 1) * kTileTok * kHalfStride + (32 * wm) * kHalfStride;
+    const __half* wb = wh + (h & 1) * kTileRows * kHalfStride + (64 * wn) * kHalfStride;
+    // ldmatrix row addresses: A (tokens) rows lane % 16, k offset 8 (lane / 16);
+    // B (weight rows) rows (lane % 8) + 8 (lane / 16), k offset 8 ((lane / 8) % 2).
+    const int a_row = lane & 15, a_k = (lane >> 4) * 8;
+    const int b_row = (lane & 7) + ((lane >> 4) << 3), b_k = ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int kk = 0; kk < kHalfStep; kk += 16) {
+      uint32_t af[2][4];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) LdMatrixX4(af[i], xa + (16 * i + a_row) * kHalfStride + kk + a_k);
+#pragma unroll
+      for (int jp = 0; jp < 4; ++jp) {
+        uint32_t bf[4];
+        LdMatrixX4(bf, wb + (16 * jp + b_row) * kHalfStride + kk + b_k);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          Mma16816(acc[i][2 * jp], af[i], bf[0], bf[1]);
+          Mma16816(acc[i][2 * jp + 1], af[i], bf[2], bf[3]);
+        }
+      }
+    }
+  };
+
+  // Pipeline. Before iteration h: wh[h & 1] holds half-step h dequantized, xs[h & 1] half-step
+  // h's x, raw the supersteps of h + 1 and (h odd) h + 2. Iteration h issues x of h + 1 and (h
+  // odd) the raw bytes of superstep (h + 3) / 2 (two half-steps ahead of use; the buffer's last
+  // reader was dequant(h - 1)), then dequantizes h + 1 and multiplies h. Each iteration commits two
+  // cp.async groups (x, raw), so wait_group 1 leaves only the newest raw group in flight.
+  // Warps 0-3 dequantize first and warps 4-7 multiply first, so each scheduler (warps w and
+  // w + 4) has one warp on the ALUs while the other is on the tensor cores. One barrier per
+  // half-step.
+  if (h0 < h1) load_raw(ss0, ss0 & 1);  // weights: no kernel of the stream writes them
+  PdlWait();                            // x comes from the kernel before
+  if (h0 < h1) load_x(h0, h0 & 1);
+  CpAsyncCommit();
+  if (ss0 + 1 < ss1) load_raw(ss0 + 1, (ss0 + 1) & 1);
+  CpAsyncCommit();
+  if (h0 < h1) {
+    CpAsyncWait<1>();
+    __syncthreads();
+    dequant(h0);
+  }
+  const bool dequant_first = warp < 4;
+  for (int h = h0; h < h1; ++h) {
+    CpAsyncWait<1>();
+    __syncthreads();  // step h's tiles are complete; every warp is done with step h - 1
+    if (h + 1 < h1) load_x(h + 1, (h + 1) & 1);
+    CpAsyncCommit();
+    if ((h & 1) == 1 && ((h + 3) >> 1) < ss1) load_raw((h + 3) >> 1, ((h + 3) >> 1) & 1);
+    CpAsyncCommit();
+    if (dequant_first) {
+      if (h + 1 < h1) dequant(h + 1);
+      mma_step(h);
+    } else {
+      mma_step(h);
+      if (h + 1 < h1) dequant(h + 1);
+    }
+  }
+  if (!active) return;
+  // acc[i][j]: tokens 32 wm + 16 i + g (+8 for [2], [3]), rows 64 wn + 8 j + 2 t (+1).
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int tok = tok0 + 32 * wm + 16 * i + g + 8 * half;
+      if (tok >= a.n_tok) continue;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = 64 * wn + 8 * j + 2 * t4 + e;
+          if (r >= valid_rows) continue;
+          const float v = acc[i][j][2 * half + e];
+          if (a.splits == 1) {
+            a.y[seg][static_cast<int64_t>(tok) * a.n_out[seg] + row_in_seg + r] = v;
+          } else {
+            a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
+          }
+        }
+      }
+    }
+  }
+}
+
+// y[seg][t, r] = sum over splits of partial[s][t][row0[seg] + r], splits added in order.
+__global__ void SumSplitsKernel(const __grid_constant__ QtcArgs a) {
+  PdlTrigger();
+  PdlWait();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<int64_t>(a.n_tok) * a.total_rows) return;
+  const int t = static_cast<int>(i / a.total_rows), gr = static_cast<int>(i % a.total_rows);
+  int seg = 0;
+#pragma unroll
+  for (int s = 1; s < kMaxSegsQ; ++s) seg += s < a.n_segs && gr >= a.row0[s];
+  float v = 0.f;
+  for (int s = 0; s < a.splits; ++s) v += a.partial[(static_cast<int64_t>(s) * a.n_tok + t) * a.total_rows + gr];
+  a.y[seg][static_cast<int64_t>(t) * a.n_out[seg] + gr - a.row0[seg]] = v;
+}
+
+int MultiProcessors() {
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    HERD_CUDA_CHECK(cudaGetDevice(&dev));
+    HERD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return std::max(1, n);
+  }();
+  return sms;
+}
+
+// Splits of K for `ctas` CTAs without splitting (one CTA per SM): the count whose last wave is
+// fullest, each extra split charged 2% (partials written and summed); at most n_ss, and a split
+// launch has at most 2 CTAs per SM (which bounds the partials: GemmQuantTcScratchBytes).
+int ChooseSplits(int64_t ctas, int n_ss) {
+  const int sms = MultiProcessors();
+  int best = 1;
+  double best_score = 0;
+  for (int s = 1; s <= std::min(kMaxSplits, n_ss); ++s) {
+    const int64_t n = ctas * s;
+    if (s > 1 && n > 2 * sms) break;
+    const double fill = static_cast<double>(n) / static_cast<double>((n + sms - 1) / sms * sms);
+    const double score = fill * (1.0 - 0.02 * (s - 1));
+    if (score > best_score + 1e-9) best = s, best_score = score;
+  }
+  return best;
+}
+
+template <DType T>
+void Launch(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
+  static const bool configured = [] {
+    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmQuantTcKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes<T>())));
+    return true;
+  }();
+  (void)configured;
+  LaunchPdl(GemmQuantTcKernel<T>, dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)),
+            dim3(kThreads), SmemBytes<T>(), stream, a);
+}
+
+}  // namespace
+
+bool GemmQuantTcSupports(const TensorView& w) {
+  bool quant = false;
+  DispatchQuant(w.type, [&]<DType T>() { quant = true; });
+  return quant && w.cols() % kStep == 0 && w.row_bytes() % 16 == 0 && (reinterpret_cast<uintptr_t>(w.data) & 15) == 0 &&
+         w.cols() < INT_MAX / 2 && w.rows() < INT_MAX / 2;
+}
+
+size_t GemmQuantTcScratchBytes() {
+  // splits x tiles x token tiles <= 2 x SMs, so splits x n_tok x rows <= 2 x SMs x 128 x 128.
+  return size_t{2} * static_cast<size_t>(MultiProcessors()) * kTileRows * kTileTok * sizeof(float);
+}
+
+void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, const void* x_half, int64_t n_tok,
+                 void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+  HERD_CHECK(ws.size() == ys.size() && ws.size() <= static_cast<size_t>(kMaxSegsQ));
+  if (ws.empty() || n_tok == 0) return;
+  const DType type = ws[0].type;
+  const int64_t n_in = ws[0].cols();
+  QtcArgs a{};
+  int tiles = 0, rows = 0;
+  for (size_t s = 0; s < ws.size(); ++s) {
+    const TensorView& w = ws[s];
+    HERD_CHECK_MSG(w.type == type && w.cols() == n_in && GemmQuantTcSupports(w),
+                   "GemmQuantTc: weights must share a supported type and n_in");
+    a.w[s] = static_cast<const uint8_t*>(w.data);
+    a.y[s] = ys[s];
+    a.n_out[s] = static_cast<int>(w.rows());
+    a.tile0[s] = tiles;
+    a.row0[s] = rows;
+    tiles += static_cast<int>((w.rows() + kTileRows - 1) / kTileRows);
+    rows += static_cast<int>(w.rows());
+  }
+  for (size_t s = ws.size(); s <= static_cast<size_t>(kMaxSegsQ); ++s) {
+    if (s < static_cast<size_t>(kMaxSegsQ)) a.row0[s] = INT_MAX, a.n_out[s] = 0;
+    a.tile0[s] = tiles;
+  }
+  if (tiles == 0) return;
+  HERD_CHECK(n_tok < INT_MAX / kTileTok);
+  a.n_segs = static_cast<int>(ws.size());
+  a.row_bytes = static_cast<int64_t>(ws[0].row_bytes());
+  a.n_in = static_cast<int>(n_in);
+  a.x = static_cast<const __half*>(x_half);
+  a.n_tok = static_cast<int>(n_tok);
+  a.total_rows = rows;
+  const int tok_tiles = static_cast<int>((n_tok + kTileTok - 1) / kTileTok);
+  const int n_ss = static_cast<int>(n_in / kStep);
+  a.splits = ChooseSplits(static_cast<int64_t>(tiles) * tok_tiles, n_ss);
+  a.ss_per_split = (n_ss + a.splits - 1) / a.splits;
+  a.splits = (n_ss + a.ss_per_split - 1) / a.ss_per_split;  // no empty split
+  if (a.splits > 1) {
+    const size_t need = static_cast<size_t>(a.splits) * static_cast<size_t>(n_tok) * static_cast<size_t>(rows) * 4;
+    HERD_CHECK_MSG(scratch != nullptr && scratch_bytes >= need, "GemmQuantTc: scratch of %zu bytes < %zu",
+                   scratch_bytes, need);
+    a.partial = static_cast<float*>(scratch);
+  }
+  const bool ok = DispatchQuant(type, [&]<DType T>() { Launch<T>(a, tok_tiles, tiles, stream); });
+  HERD_CHECK(ok);
+  if (a.splits > 1) {
+    const int64_t n = n_tok * rows;
+    LaunchPdl(SumSplitsKernel, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0, stream, a);
+  }
+}
+
+}  // namespace herd::cuda::internal
