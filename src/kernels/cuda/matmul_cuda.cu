@@ -28,7 +28,12 @@ constexpr int64_t kGemvMaxTokQuant = 8;
 constexpr int64_t kGemvMaxTokFloat = 1;
 constexpr size_t kTileBytes = size_t{64} << 20;
 constexpr size_t kCublasWorkspace = size_t{32} << 20;
-constexpr int64_t kQuantTcMaxTokDefault = 128;  // H100: slower than cuBLAS from 256 tokens on
+// Fused kernel or dequantized tiles + cuBLAS for quantized weights (H100, bench/results/
+// cuda-quant-tc-2026-11-24.md): the fused kernel wins where the weight is large for the batch
+// (rows x cols >= 256Ki x n_tok: its per-tile latency and split-K partials are amortized) and
+// up to 128 tokens; from 256 tokens cuBLAS wins on every shape.
+constexpr int64_t kQuantTcMaxTokDefault = 128;
+constexpr int64_t kQuantTcMinElemsPerTokDefault = int64_t{1} << 18;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -116,7 +121,8 @@ struct MatMulRunner::Impl {
   // On the tensor-core path: the fused kernel for w at n_tok tokens.
   bool UseQuantTc(const TensorView& w, int64_t n_tok) const {
     if (path == MatMulPath::kTensorCoreCublas || !internal::GemmQuantTcSupports(w)) return false;
-    return path == MatMulPath::kTensorCoreFused || n_tok <= QuantTcMaxTok();
+    if (path == MatMulPath::kTensorCoreFused) return true;
+    return n_tok <= QuantTcMaxTok() && w.rows() * w.cols() >= QuantTcMinElemsPerTok() * n_tok;
   }
 
   cublasHandle_t Blas() {
@@ -351,6 +357,14 @@ int64_t MatMulRunner::QuantTcMaxTok() {
     return e == nullptr ? kQuantTcMaxTokDefault : std::atoll(e);
   }();
   return max_tok;
+}
+
+int64_t MatMulRunner::QuantTcMinElemsPerTok() {
+  static const int64_t min_elems = [] {
+    const char* e = std::getenv("HERD_CUDA_QUANT_TC_MIN_ELEMS");
+    return e == nullptr ? kQuantTcMinElemsPerTokDefault : std::atoll(e);
+  }();
+  return min_elems;
 }
 
 void MatMulRunner::set_path(MatMulPath path) { impl_->path = path; }

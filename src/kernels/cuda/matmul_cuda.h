@@ -22,9 +22,10 @@ namespace herd::cuda {
 // Which kernels MatMul uses. kAuto (the default) picks by weight type and n_tok: GEMV kernels
 // for small n_tok, tensor cores above. kGemv / kTensorCore force one path for any n_tok (tests
 // and benchmarks compare them). On the tensor-core path quantized weights take the fused
-// dequantizing kernel (GemmQuantTc) up to kQuantTcMaxTok tokens where it supports the weight,
-// else dequantized half tiles and cuBLAS; kTensorCoreFused / kTensorCoreCublas force one of the
-// two (kTensorCoreFused still falls back to cuBLAS for weights the kernel does not take).
+// dequantizing kernel (GemmQuantTc) where it supports the weight and the batch is small for the
+// weight (QuantTcMaxTok, QuantTcMinElemsPerTok below), else dequantized half tiles and cuBLAS; kTensorCoreFused /
+// kTensorCoreCublas force one of the two (kTensorCoreFused still falls back to cuBLAS for weights the kernel does not
+// take).
 enum class MatMulPath { kAuto, kGemv, kTensorCore, kTensorCoreFused, kTensorCoreCublas };
 
 // One per stream (not thread-safe): owns the cuBLAS handle and the scratch buffers (quantized
@@ -69,9 +70,11 @@ class MatMulRunner {
   void Reserve(int64_t n_tok, int64_t n_in);
   // The path of later calls (initially kAuto, or HERD_CUDA_MATMUL_PATH=gemv|tc|auto).
   void set_path(MatMulPath path);
-  // Largest n_tok for which the tensor-core path takes the fused kernel on its own (kAuto,
-  // kTensorCore); HERD_CUDA_QUANT_TC_MAX_TOK overrides it (0: never).
+  // On its own (kAuto, kTensorCore) the tensor-core path takes the fused kernel for a quantized
+  // weight at n_tok tokens when n_tok <= QuantTcMaxTok() (HERD_CUDA_QUANT_TC_MAX_TOK, 0: never)
+  // and rows x cols >= QuantTcMinElemsPerTok() x n_tok (HERD_CUDA_QUANT_TC_MIN_ELEMS).
   static int64_t QuantTcMaxTok();
+  static int64_t QuantTcMinElemsPerTok();
   // The path kAuto takes for a weight of `type` at n_tok tokens (kGemv or kTensorCore).
   static MatMulPath AutoPath(DType type, int64_t n_tok);
 

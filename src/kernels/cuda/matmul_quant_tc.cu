@@ -2,21 +2,24 @@
 // (no half copy of the weights in device memory). For batches too large for the GEMV kernels
 // (continuous-batching decode steps of 9-256 sequences, prompt chunks).
 //
-// A CTA (8 warps) computes a tile of kTileTok tokens x kTileRows weight rows over a range of K:
-//   per superstep of 256 values (the common multiple of every block size), the raw weight bytes
-//   of the tile's rows are copied to shared memory with 16-byte cp.async (one superstep ahead);
-//   per half-step of 128 values the warps decode them (DecodeChunk, value = fma(sc, q, mn)
-//   rounded to half: the same halves as DequantizeRowsToHalf) into a [128 rows x 128] half tile (double-buffered: the
-//   next half-step is decoded while this one is multiplied), and x's half tile [128 tokens x 128] (cp.async, one
-//   half-step ahead, zero-filled past n_tok); then mma.sync m16n8k16 (f16 in, f32 accumulate): warp (wm, wn) covers 32
-//   tokens x 64 rows.
+// A CTA computes a tile of kTileTok tokens x kTileRows weight rows over a range of K, with
+// warp specialization:
+//   8 producer warps copy, per superstep of 256 values (the common multiple of every block size),
+//   the raw weight bytes of the tile's rows into shared memory (16-byte cp.async, one superstep
+//   ahead) and per half-step of 128 values x's half tile [128 tokens x 128] (cp.async); they
+//   decode the raw blocks (DecodeChunk, value = fma(sc, q, mn) rounded to half: the same halves
+//   as DequantizeRowsToHalf) into a [128 rows x 128] half tile;
+//   8 consumer warps run mma.sync m16n8k16 (f16 in, f32 accumulate) on the tiles, warp (wm, wn)
+//   covering 32 tokens x 64 rows.
+// Weight and x tiles are double-buffered; named barriers hand each buffer over (FULL: producers
+// -> consumers, EMPTY: consumers -> producers), so decoding half-step h + 1 overlaps the mma of h.
 // Weight bytes are read once per token tile (CTAs of one weight tile and different token tiles
 // are adjacent in the grid, so later token tiles find them in L2). Split-K over CTAs when there
 // are too few weight tiles to fill the GPU: partial sums [split][n_tok][rows] float, added in
 // split order by a second kernel (deterministic).
 //
 // Shared memory: raw 2 x 128 x RawStride(T) (<= 78 KB for Q8_0), weight tiles 2 x 128 x 136
-// halves (68 KB), x tiles 2 x 128 x 136 halves (68 KB); one CTA per SM.
+// halves (68 KB), x tiles 2 x 128 x 136 halves (68 KB); one CTA (512 threads) per SM.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -32,12 +35,14 @@
 namespace herd::cuda::internal {
 namespace {
 
-constexpr int kTileTok = 128;     // tokens per CTA tile
-constexpr int kTileRows = 128;    // weight rows per CTA tile
-constexpr int kStep = 256;        // values per superstep (raw staging)
-constexpr int kHalfStep = 128;    // values per dequantized tile
-constexpr int kHalfStride = 136;  // halves per shared row (+8: ldmatrix without bank conflicts)
-constexpr int kThreads = 256;     // 8 warps: 4 (tokens) x 2 (rows)
+constexpr int kTileTok = 128;          // tokens per CTA tile
+constexpr int kTileRows = 128;         // weight rows per CTA tile
+constexpr int kStep = 256;             // values per superstep (raw staging)
+constexpr int kHalfStep = 128;         // values per dequantized tile
+constexpr int kHalfStride = 136;       // halves per shared row (+8: ldmatrix without bank conflicts)
+constexpr int kConsumerWarps = 8;      // mma: 4 (tokens) x 2 (rows) warps of 32 tokens x 64 rows
+constexpr int kProducerThreads = 256;  // 8 warps: cp.async copies and decoding
+constexpr int kThreads = kConsumerWarps * 32 + kProducerThreads;
 constexpr int kMaxSplits = 8;
 constexpr int kMaxSegsQ = 4;
 
@@ -80,12 +85,6 @@ struct QtcArgs {
   int total_rows;
 };
 
-__device__ __forceinline__ void CpAsync16Zfill(void* smem, const void* gmem, bool valid) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const int n = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-
 __device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -101,6 +100,18 @@ __device__ __forceinline__ void Mma16816(float (&c)[4], const uint32_t (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+// Named barriers (ids 1..5; 0 is __syncthreads) between the producer warps (decode) and the
+// consumer warps (mma): bar.arrive signals without waiting, bar.sync waits for `count` threads.
+__device__ __forceinline__ void BarSync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void BarArrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+constexpr int kBarFull = 1;   // + b: wh[b] and xs[b] hold half-step h (h & 1 == b)
+constexpr int kBarEmpty = 3;  // + b: the consumers are done with wh[b] and xs[b]
+constexpr int kBarProducers = 5;
 
 template <DType T>
 __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_constant__ QtcArgs a) {
@@ -128,29 +139,102 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
   const int ss1 = min(n_ss, ss0 + a.ss_per_split);
   const int h0 = 2 * ss0, h1 = 2 * ss1;
 
-  // Raw bytes of superstep ss into buffer b: units [lo, lo + n16) of each row, lo 16-aligned.
-  auto load_raw = [&](int ss, int b) {
-    const int64_t off = static_cast<int64_t>(ss) * kStepBytes;
-    const int shift = static_cast<int>(off & 15);
-    const int n16 = (shift + kStepBytes + 15) >> 4;
-    uint8_t* dst = raw + b * kTileRows * kRawStride;
-    for (int u = tid; u < kTileRows * kUnits; u += kThreads) {
-      const int r = u / kUnits, k = u % kUnits;
-      if (r < valid_rows && k < n16)
-        CpAsync16(dst + r * kRawStride + 16 * k, wbase + r * a.row_bytes + (off & ~int64_t{15}) + 16 * k);
+  if (warp >= kConsumerWarps) {
+    // ---- Producers: copy raw blocks and x tiles in, decode half-steps into wh. ----
+    const int pt = tid - kConsumerWarps * 32;  // 0 .. kProducerThreads - 1
+    // Raw bytes of superstep ss into buffer b: units [lo, lo + n16) of each row, lo 16-aligned.
+    auto load_raw = [&](int ss, int b) {
+      const int64_t off = static_cast<int64_t>(ss) * kStepBytes;
+      const int shift = static_cast<int>(off & 15);
+      const int n16 = (shift + kStepBytes + 15) >> 4;
+      uint8_t* dst = raw + b * kTileRows * kRawStride;
+      for (int u = pt; u < kTileRows * kUnits; u += kProducerThreads) {
+        const int r = u / kUnits, k = u % kUnits;
+        if (r < valid_rows && k < n16)
+          CpAsync16(dst + r * kRawStride + 16 * k, wbase + r * a.row_bytes + (off & ~int64_t{15}) + 16 * k);
+      }
+    };
+    // x's half tile of half-step h into buffer b: the tile's tokens below n_tok only; the rows
+    // past n_tok are zeroed once here (they only reach accumulator rows that are never stored).
+    const int x_rows = min(kTileTok, a.n_tok - tok0), x_units = x_rows * (kHalfStep / 8);
+    for (int u = pt; u < 2 * (kTileTok - x_rows) * (kHalfStep / 8); u += kProducerThreads) {
+      const int b = u & 1, t = x_rows + ((u >> 1) >> 4), c = (u >> 1) & 15;
+      *reinterpret_cast<uint4*>(xs + b * kTileTok * kHalfStride + t * kHalfStride + c * 8) = make_uint4(0, 0, 0, 0);
     }
-  };
-  // x's half tile of half-step h into buffer b (zeros past n_tok).
-  auto load_x = [&](int h, int b) {
-    __half* dst = xs + b * kTileTok * kHalfStride;
-    for (int u = tid; u < kTileTok * (kHalfStep / 8); u += kThreads) {
-      const int t = u >> 4, c = u & 15;
-      const bool valid = tok0 + t < a.n_tok;
-      const __half* src = a.x + (valid ? static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8 : 0);
-      CpAsync16Zfill(dst + t * kHalfStride + c * 8, src, valid);
+    auto load_x = [&](int h, int b) {
+      __half* dst = xs + b * kTileTok * kHalfStride;
+      for (int u = pt; u < x_units; u += kProducerThreads) {
+        const int t = u >> 4, c = u & 15;
+        CpAsync16(dst + t * kHalfStride + c * 8, a.x + static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8);
+      }
+    };
+    // Decodes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 4 chunks
+    // (32 values of one row each) a thread.
+    auto dequant = [&](int h) {
+      const uint8_t* rb = raw + ((h >> 1) & 1) * kTileRows * kRawStride;
+      const int shift = static_cast<int>((static_cast<int64_t>(h >> 1) * kStepBytes) & 15);
+      __half* out = wh + (h & 1) * kTileRows * kHalfStride;
+#pragma unroll
+      for (int i = 0; i < kTileRows * 4 / kProducerThreads; ++i) {
+        const int j = pt + kProducerThreads * i;
+        const int r = j >> 2, c = j & 3;
+        if (r >= valid_rows) continue;
+        const int q = 4 * (h & 1) + c;  // chunk of the superstep
+        Chunk ch;
+        DecodeChunk<T>(SmemSrc{rb + r * kRawStride}, shift + (q / Q::kChunks) * Q::kBlockBytes, q % Q::kChunks, ch);
+        // value = fma(sc, q, mn) in float, rounded to half: the same halves as
+        // DequantizeRowsToHalf. q without an int->float conversion: byte u = q + 128 as the
+        // mantissa of 2^23 is the float 2^23 + 128 + q, and subtracting 2^23 + 128 is exact.
+        uint32_t hv[16];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const float sc = ch.sc[k >> 2], mn = ch.mn[k >> 2];
+          const uint32_t u = static_cast<uint32_t>(ch.w[k]) ^ 0x80808080u;
+          float v[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float qf = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540 + e)) - 8388736.f;
+            v[e] = __fmaf_rn(sc, qf, mn);
+          }
+          const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+          hv[2 * k] = *reinterpret_cast<const uint32_t*>(&lo);
+          hv[2 * k + 1] = *reinterpret_cast<const uint32_t*>(&hi);
+        }
+        uint4* dst = reinterpret_cast<uint4*>(out + r * kHalfStride + 32 * c);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) dst[k] = make_uint4(hv[4 * k], hv[4 * k + 1], hv[4 * k + 2], hv[4 * k + 3]);
+      }
+    };
+    // Per half-step h (buffer b = h & 1): wait until the consumers released buffer b (step
+    // h - 2), copy x(h) in; at a superstep's start make its raw bytes (landed during the previous
+    // half-step) visible to all producers and start the next superstep's copy; decode h; wait for
+    // x(h); signal FULL[b]. cp.async groups in commit order: x(h), then raw(ss + 1) for even h.
+    if (h0 < h1) load_raw(ss0, ss0 & 1);  // weights: no kernel of the stream writes them
+    CpAsyncCommit();
+    PdlWait();  // x comes from the kernel before
+    for (int h = h0; h < h1; ++h) {
+      const int b = h & 1;
+      if (h - 2 >= h0) BarSync(kBarEmpty + b, kThreads);
+      load_x(h, b);
+      CpAsyncCommit();
+      if ((h & 1) == 0) {
+        if (h == h0) CpAsyncWait<1>();             // raw(ss0): every earlier raw group landed before x(h - 1)
+        BarSync(kBarProducers, kProducerThreads);  // raw(h / 2) visible; raw(h / 2 - 1) no longer read
+        if ((h >> 1) + 1 < ss1) load_raw((h >> 1) + 1, ((h >> 1) + 1) & 1);
+        CpAsyncCommit();
+        dequant(h);
+        CpAsyncWait<1>();  // x(h) landed; raw(h / 2 + 1) may still be in flight
+      } else {
+        dequant(h);
+        CpAsyncWait<0>();  // x(h) and raw((h + 1) / 2)
+      }
+      BarArrive(kBarFull + b, kThreads);
     }
-  };
+    return;
+  }
 
+  // ---- Consumers: mma over the tiles the producers filled. ----
+  PdlWait();                                // y may be read by the kernel before
   const int wm = warp >> 1, wn = warp & 1;  // tokens [32 wm, +32), rows [64 wn, +64)
   const bool active = tok0 + 32 * wm < a.n_tok;
   float acc[2][8][4];
@@ -160,105 +244,34 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
     for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.f;
-
-  // Dequantizes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 2 chunks a
-  // thread.
-  auto dequant = [&](int h) {
-    const uint8_t* rb = raw + ((h >> 1) & 1) * kTileRows * kRawStride;
-    const int shift = static_cast<int>((static_cast<int64_t>(h >> 1) * kStepBytes) & 15);
-    __half* out = wh + (h & 1) * kTileRows * kHalfStride;
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int j = tid + kThreads * i;
-      const int r = j >> 2, c = j & 3;
-      if (r >= valid_rows) continue;
-      const int q = 4 * (h & 1) + c;  // chunk of the superstep
-      Chunk ch;
-      DecodeChunk<T>(SmemSrc{rb + r * kRawStride}, shift + (q / Q::kChunks) * Q::kBlockBytes, q % Q::kChunks, ch);
-      // value = fma(sc, q, mn) in float, rounded to half: the same halves as DequantizeRowsToHalf.
-      // q without an int->float conversion: byte u = q + 128 as the mantissa of 2^23 is the float
-      // 2^23 + 128 + q, and subtracting 2^23 + 128 is exact.
-      uint32_t hv[16];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const float sc = ch.sc[k >> 2], mn = ch.mn[k >> 2];
-        const uint32_t u = static_cast<uint32_t>(ch.w[k]) ^ 0x80808080u;
-        float v[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float qf = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540 + i)) - 8388736.f;
-          v[i] = __fmaf_rn(sc, qf, mn);
-        }
-        const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
-        hv[2 * k] = *reinterpret_cast<const uint32_t*>(&lo);
-        hv[2 * k + 1] = *reinterpret_cast<const uint32_t*>(&hi);
-      }
-      uint4* dst = reinterpret_cast<uint4*>(out + r * kHalfStride + 32 * c);
-#pragma unroll
-      for (int k = 0; k < 4; ++k) dst[k] = make_uint4(hv[4 * k], hv[4 * k + 1], hv[4 * k + 2], hv[4 * k + 3]);
-    }
-  };
-  // acc += x tile (half-step h) · weight tile (half-step h)ᵀ for this warp's 32 tokens x 64 rows.
-  auto mma_step = [&](int h) {
-    if (!active) return;
-    const __half* xa = xs + (h & 1) * kTileTok * kHalfStride + (32 * wm) * kHalfStride;
-    const __half* wb = wh + (h & 1) * kTileRows * kHalfStride + (64 * wn) * kHalfStride;
-    // ldmatrix row addresses: A (tokens) rows lane % 16, k offset 8 (lane / 16);
-    // B (weight rows) rows (lane % 8) + 8 (lane / 16), k offset 8 ((lane / 8) % 2).
-    const int a_row = lane & 15, a_k = (lane >> 4) * 8;
-    const int b_row = (lane & 7) + ((lane >> 4) << 3), b_k = ((lane >> 3) & 1) * 8;
-#pragma unroll
-    for (int kk = 0; kk < kHalfStep; kk += 16) {
-      uint32_t af[2][4];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) LdMatrixX4(af[i], xa + (16 * i + a_row) * kHalfStride + kk + a_k);
-#pragma unroll
-      for (int jp = 0; jp < 4; ++jp) {
-        uint32_t bf[4];
-        LdMatrixX4(bf, wb + (16 * jp + b_row) * kHalfStride + kk + b_k);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          Mma16816(acc[i][2 * jp], af[i], bf[0], bf[1]);
-          Mma16816(acc[i][2 * jp + 1], af[i], bf[2], bf[3]);
-        }
-      }
-    }
-  };
-
-  // Pipeline. Before iteration h: wh[h & 1] holds half-step h dequantized, xs[h & 1] half-step
-  // h's x, raw the supersteps of h + 1 and (h odd) h + 2. Iteration h issues x of h + 1 and (h
-  // odd) the raw bytes of superstep (h + 3) / 2 (two half-steps ahead of use; the buffer's last
-  // reader was dequant(h - 1)), then dequantizes h + 1 and multiplies h. Each iteration commits two
-  // cp.async groups (x, raw), so wait_group 1 leaves only the newest raw group in flight.
-  // Warps 0-3 dequantize first and warps 4-7 multiply first, so each scheduler (warps w and
-  // w + 4) has one warp on the ALUs while the other is on the tensor cores. One barrier per
-  // half-step.
-  if (h0 < h1) load_raw(ss0, ss0 & 1);  // weights: no kernel of the stream writes them
-  PdlWait();                            // x comes from the kernel before
-  if (h0 < h1) load_x(h0, h0 & 1);
-  CpAsyncCommit();
-  if (ss0 + 1 < ss1) load_raw(ss0 + 1, (ss0 + 1) & 1);
-  CpAsyncCommit();
-  if (h0 < h1) {
-    CpAsyncWait<1>();
-    __syncthreads();
-    dequant(h0);
-  }
-  const bool dequant_first = warp < 4;
+  // ldmatrix row addresses: A (tokens) rows lane % 16, k offset 8 (lane / 16);
+  // B (weight rows) rows (lane % 8) + 8 (lane / 16), k offset 8 ((lane / 8) % 2).
+  const int a_row = lane & 15, a_k = (lane >> 4) * 8;
+  const int b_row = (lane & 7) + ((lane >> 4) << 3), b_k = ((lane >> 3) & 1) * 8;
   for (int h = h0; h < h1; ++h) {
-    CpAsyncWait<1>();
-    __syncthreads();  // step h's tiles are complete; every warp is done with step h - 1
-    if (h + 1 < h1) load_x(h + 1, (h + 1) & 1);
-    CpAsyncCommit();
-    if ((h & 1) == 1 && ((h + 3) >> 1) < ss1) load_raw((h + 3) >> 1, ((h + 3) >> 1) & 1);
-    CpAsyncCommit();
-    if (dequant_first) {
-      if (h + 1 < h1) dequant(h + 1);
-      mma_step(h);
-    } else {
-      mma_step(h);
-      if (h + 1 < h1) dequant(h + 1);
+    const int b = h & 1;
+    BarSync(kBarFull + b, kThreads);
+    if (active) {
+      const __half* xa = xs + b * kTileTok * kHalfStride + (32 * wm) * kHalfStride;
+      const __half* wb = wh + b * kTileRows * kHalfStride + (64 * wn) * kHalfStride;
+#pragma unroll
+      for (int kk = 0; kk < kHalfStep; kk += 16) {
+        uint32_t af[2][4];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) LdMatrixX4(af[i], xa + (16 * i + a_row) * kHalfStride + kk + a_k);
+#pragma unroll
+        for (int jp = 0; jp < 4; ++jp) {
+          uint32_t bf[4];
+          LdMatrixX4(bf, wb + (16 * jp + b_row) * kHalfStride + kk + b_k);
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            Mma16816(acc[i][2 * jp], af[i], bf[0], bf[1]);
+            Mma16816(acc[i][2 * jp + 1], af[i], bf[2], bf[3]);
+          }
+        }
+      }
     }
+    if (h + 2 < h1) BarArrive(kBarEmpty + b, kThreads);
   }
   if (!active) return;
   // acc[i][j]: tokens 32 wm + 16 i + g (+8 for [2], [3]), rows 64 wn + 8 j + 2 t (+1).
