@@ -113,8 +113,8 @@ void RunBench(const BenchOptions& o) {
     return;
   }
   std::printf("model: %s (%.3f GB) %s\n", o.model.c_str(), gb, model.config().Describe().c_str());
-  std::printf("backend: %s, kernels %s, %d threads, %d reps, kv cache %s\n", lm.device.ToString().c_str(),
-              kernels.c_str(), lm.threads, o.reps, kv);
+  std::printf("backend: %s, kernels %s, %d threads, %d reps, kv cache %s, tg %s\n", lm.device.ToString().c_str(),
+              kernels.c_str(), lm.threads, o.reps, kv, o.logits ? "with full logits" : "greedy");
   std::printf("| test | tokens/s |\n|---|---|\n");
   if (o.prompt > 0) std::printf("| pp%d | %.2f ± %.2f |\n", o.prompt, p.mean, p.sd);
   if (o.gen > 0) std::printf("| tg%d | %.2f ± %.2f |\n", o.gen, g.mean, g.sd);
