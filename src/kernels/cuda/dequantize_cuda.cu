@@ -63,26 +63,17 @@ __global__ void DequantRowsKernel(const uint8_t* w, int64_t row_bytes, int64_t t
   if (lc < nb * Q::kChunks) {
     Chunk ch;
     DecodeChunk<T>(SmemSrc{smem}, (lc / Q::kChunks) * Q::kBlockBytes, lc % Q::kChunks, ch);
-    float f[32];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        f[4 * k + i] = __fmaf_rn(ch.sc[k >> 2], static_cast<float>(ByteAt(ch.w[k], i)), ch.mn[k >> 2]);
-    }
     uint4* dst = reinterpret_cast<uint4*>(staged + lc * 32);
     if constexpr (std::is_same_v<Out, float>) {
+      float f[32];
+      ChunkValues(ch, f);
 #pragma unroll
       for (int k = 0; k < 8; ++k)
         dst[k] = make_uint4(__float_as_uint(f[4 * k]), __float_as_uint(f[4 * k + 1]), __float_as_uint(f[4 * k + 2]),
                             __float_as_uint(f[4 * k + 3]));
     } else {
       uint32_t h[16];
-#pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const __half2 p = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-        h[k] = *reinterpret_cast<const uint32_t*>(&p);
-      }
+      ChunkHalves(ch, h);
 #pragma unroll
       for (int k = 0; k < 4; ++k) dst[k] = make_uint4(h[4 * k], h[4 * k + 1], h[4 * k + 2], h[4 * k + 3]);
     }

@@ -4,10 +4,10 @@
 //     QuantizeActivations per format and call, shared by MatMulShared's weights) and GemvQuant;
 //     float weights take float32 x directly (GemvFloat).
 //   Tensor-core path: x converted once to half (bfloat16 for BF16 weights), then cuBLAS
-//     (fp32 accumulation and output). F16/BF16 weights are used in place. Quantized weights:
-//     up to QuantTcMaxTok() tokens the fused kernel (GemmQuantTc: dequantized in shared memory,
-//     mma.sync; same weight halves) where it takes the weight; else dequantized to half in tiles of
-//     at most kTileBytes, one GEMM per tile. F32 weights: SGEMM (no TF32).
+//     (fp32 accumulation and output). F16/BF16 weights are used in place. Quantized weights: the
+//     fused kernel (GemmQuantTc: decoded in shared memory to the same halves, mma.sync) where it
+//     takes the weight and UseQuantTc picks it (batch small for the weight); else dequantized to
+//     half in tiles of at most kTileBytes, one GEMM per tile. F32 weights: SGEMM (no TF32).
 #include <cublas_v2.h>
 
 #include <algorithm>

@@ -68,7 +68,7 @@ class MatMulRunner {
   // + at most 64 MiB (a half tile of dequantized weights) + 32 MiB cuBLAS workspace + 2 x SMs x
   // 64 KiB split-K partials of the fused kernel (tensor-core path).
   void Reserve(int64_t n_tok, int64_t n_in);
-  // The path of later calls (initially kAuto, or HERD_CUDA_MATMUL_PATH=gemv|tc|auto).
+  // The path of later calls (initially kAuto, or HERD_CUDA_MATMUL_PATH=gemv|tc|tc-fused|tc-cublas|auto).
   void set_path(MatMulPath path);
   // On its own (kAuto, kTensorCore) the tensor-core path takes the fused kernel for a quantized
   // weight at n_tok tokens when n_tok <= QuantTcMaxTok() (HERD_CUDA_QUANT_TC_MAX_TOK, 0: never)

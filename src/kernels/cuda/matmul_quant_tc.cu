@@ -182,24 +182,8 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
         const int q = 4 * (h & 1) + c;  // chunk of the superstep
         Chunk ch;
         DecodeChunk<T>(SmemSrc{rb + r * kRawStride}, shift + (q / Q::kChunks) * Q::kBlockBytes, q % Q::kChunks, ch);
-        // value = fma(sc, q, mn) in float, rounded to half: the same halves as
-        // DequantizeRowsToHalf. q without an int->float conversion: byte u = q + 128 as the
-        // mantissa of 2^23 is the float 2^23 + 128 + q, and subtracting 2^23 + 128 is exact.
         uint32_t hv[16];
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const float sc = ch.sc[k >> 2], mn = ch.mn[k >> 2];
-          const uint32_t u = static_cast<uint32_t>(ch.w[k]) ^ 0x80808080u;
-          float v[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float qf = __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540 + e)) - 8388736.f;
-            v[e] = __fmaf_rn(sc, qf, mn);
-          }
-          const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
-          hv[2 * k] = *reinterpret_cast<const uint32_t*>(&lo);
-          hv[2 * k + 1] = *reinterpret_cast<const uint32_t*>(&hi);
-        }
+        ChunkHalves(ch, hv);  // the same halves as DequantizeRowsToHalf
         uint4* dst = reinterpret_cast<uint4*>(out + r * kHalfStride + 32 * c);
 #pragma unroll
         for (int k = 0; k < 4; ++k) dst[k] = make_uint4(hv[4 * k], hv[4 * k + 1], hv[4 * k + 2], hv[4 * k + 3]);

@@ -236,7 +236,40 @@ __device__ __forceinline__ void DecodeChunk(const SmemSrc& s, int blk, int c, Ch
   }
 }
 
-// Byte i of packed word v as a signed integer.
-__device__ __forceinline__ int ByteAt(int v, int i) { return static_cast<int8_t>(static_cast<uint32_t>(v) >> (8 * i)); }
+// Byte i of u = (4 packed int8 codes) ^ 0x80808080 as the float code, exactly and without an
+// int -> float conversion: the byte c + 128 as the low mantissa bits of 2^23 is the float
+// 2^23 + 128 + c, and subtracting 2^23 + 128 is exact (one PRMT and one FADD on the GPU).
+__host__ __device__ __forceinline__ float CodeAt(uint32_t u, int i) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(__byte_perm(u, 0x4B000000u, 0x7540 + i)) - 8388736.f;
+#else
+  const uint32_t bits = 0x4B000000u | ((u >> (8 * i)) & 0xFFu);
+  float f;
+  __builtin_memcpy(&f, &bits, 4);
+  return f - 8388736.f;
+#endif
+}
+
+// The chunk's 32 values fma(sc, code, mn) in float32 (element 4k + i in f[4k + i]): the
+// arithmetic of ref::DequantizeRow, so every dequantizing kernel gives the same values.
+__device__ __forceinline__ void ChunkValues(const Chunk& ch, float (&f)[32]) {
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const uint32_t u = static_cast<uint32_t>(ch.w[k]) ^ 0x80808080u;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[4 * k + i] = __fmaf_rn(ch.sc[k >> 2], CodeAt(u, i), ch.mn[k >> 2]);
+  }
+}
+
+// The same values rounded to half, two per word (element 2k in the low half of h[k]).
+__device__ __forceinline__ void ChunkHalves(const Chunk& ch, uint32_t (&h)[16]) {
+  float f[32];
+  ChunkValues(ch, f);
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const __half2 p = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
+    h[k] = *reinterpret_cast<const uint32_t*>(&p);
+  }
+}
 
 }  // namespace herd::cuda

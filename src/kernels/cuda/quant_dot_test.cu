@@ -14,6 +14,7 @@
 
 #include "base/fp16.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/quant_decode.cuh"
 #include "kernels/cuda/quant_dot.cuh"
 #include "kernels/quants.h"
 #include "tensor/quant_blocks.h"
@@ -168,6 +169,22 @@ INSTANTIATE_TEST_SUITE_P(QuantizedTypes, QuantDotTest,
                          ::testing::Values(DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
                                            DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K),
                          TypeName);
+
+// CodeAt (the dequantizing kernels' int8 code -> float without a conversion instruction) gives
+// every code exactly, in every byte position, whatever the other bytes hold.
+TEST(QuantDecodeTest, CodeAtIsExactForEveryCode) {
+  int wrong = 0;
+  for (int c = -128; c <= 127; ++c) {
+    for (int i = 0; i < 4; ++i) {
+      for (uint32_t other : {0x00000000u, 0xFFFFFFFFu, 0x80808080u, 0x12345678u}) {
+        uint32_t w = other & ~(0xFFu << (8 * i));
+        w |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(c))) << (8 * i);
+        if (CodeAt(w ^ 0x80808080u, i) != static_cast<float>(c)) ++wrong;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+}
 
 }  // namespace
 }  // namespace herd::cuda
