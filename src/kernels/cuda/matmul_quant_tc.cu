@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
         CpAsync16(dst + t * kHalfStride + c * 8, a.x + static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8);
       }
     };
-    // Decodes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 4 chunks
+    // Decodes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 2 chunks
     // (32 values of one row each) a thread.
     auto dequant = [&](int h) {
       const uint8_t* rb = raw + ((h >> 1) & 1) * kTileRows * kRawStride;
