@@ -36,6 +36,16 @@ struct EngineSetup {
   bool cpu = false;
   DType kv_type = DType::kF16;
   std::string cache_key = "tiny-F32";
+  // Pipelined decoding (EngineOptions::pipeline): HERD_TEST_PIPELINE=on forces it on host
+  // backends too (the e2e suites run once more that way), =off turns it off everywhere.
+  EngineOptions::Pipeline pipeline = PipelineFromEnv();
+
+  static EngineOptions::Pipeline PipelineFromEnv() {
+    const char* e = std::getenv("HERD_TEST_PIPELINE");
+    if (e != nullptr && std::string(e) == "on") return EngineOptions::Pipeline::kOn;
+    if (e != nullptr && std::string(e) == "off") return EngineOptions::Pipeline::kOff;
+    return EngineOptions::Pipeline::kAuto;
+  }
 };
 
 inline Fixture Make(const EngineSetup& s) {
@@ -59,6 +69,7 @@ inline Fixture Make(const EngineSetup& s) {
   o.n_ctx = s.n_ctx;
   o.prefix_caching = s.prefix_caching;
   o.cache_key = s.cache_key;
+  o.pipeline = s.pipeline;
   f.engine = std::move(Engine::Create(f.model.get(), f.cache.get(), f.tokenizer.get(), o)).value();
   return f;
 }

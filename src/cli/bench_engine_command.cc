@@ -247,7 +247,7 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         "\"itl_ms\": {\"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f, \"mean\": %.2f}, "
         "\"e2e_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"cache_hit_rate\": %.4f, \"coalesced\": %lld, \"preemptions\": %lld, \"errors\": %d, "
-        "\"step_s\": %.3f, \"forward_s\": %.3f, \"sample_s\": %.3f, \"steps\": %lld}\n",
+        "\"step_s\": %.3f, \"forward_s\": %.3f, \"sample_s\": %.3f, \"steps\": %lld, \"queued_steps\": %lld}\n",
         o.model.c_str(), lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.kv_type.c_str(), o.requests,
         o.concurrency, o.rate, o.prompt_len, o.gen_len, o.shared_prefix, o.batch_tokens,
         o.no_prefix_cache ? "false" : "true", wall, prompt_tps, gen_tps, decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50,
@@ -255,7 +255,8 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         static_cast<long long>(after.coalesced - before.coalesced),
         static_cast<long long>(after.preemptions - before.preemptions), errors,
         after.step_seconds - before.step_seconds, after.forward_seconds - before.forward_seconds,
-        after.sample_seconds - before.sample_seconds, static_cast<long long>(after.steps - before.steps));
+        after.sample_seconds - before.sample_seconds, static_cast<long long>(after.steps - before.steps),
+        static_cast<long long>(after.queued_steps - before.queued_steps));
   } else {
     std::printf("model: %s  device %s, kernels %s, %d threads, kv %s\n", o.model.c_str(), lm.device.ToString().c_str(),
                 kernels.c_str(), lm.threads, o.kv_type.c_str());
@@ -270,11 +271,12 @@ void RunBenchEngine(const BenchEngineOptions& o) {
     std::printf("| end-to-end latency | %.1f | %.1f | %.1f | %.1f |\n", c.p50, c.p90, c.p99, c.mean);
     std::printf(
         "prefix cache hit rate %.1f%% | coalesced %lld | preemptions %lld | errors %d\n"
-        "steps: %.2f s (forward %.2f s, sampling %.2f s) in %lld steps\n",
+        "steps: %.2f s (forward %.2f s, sampling %.2f s) in %lld steps (%lld pipelined)\n",
         100.0 * hit_rate, static_cast<long long>(after.coalesced - before.coalesced),
         static_cast<long long>(after.preemptions - before.preemptions), errors,
         after.step_seconds - before.step_seconds, after.forward_seconds - before.forward_seconds,
-        after.sample_seconds - before.sample_seconds, static_cast<long long>(after.steps - before.steps));
+        after.sample_seconds - before.sample_seconds, static_cast<long long>(after.steps - before.steps),
+        static_cast<long long>(after.queued_steps - before.queued_steps));
   }
   if (errors > 0) Fail(StrFormat("%d requests failed", errors));
 }

@@ -1,6 +1,8 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "base/check.h"
 #include "engine/request_state.h"
@@ -33,6 +35,15 @@ Result<std::unique_ptr<Engine>> Engine::Create(Model* model, KvCache* cache, con
 }
 
 namespace {
+bool PipelineOn(const EngineOptions& o, Model* model) {
+  if (o.pipeline == EngineOptions::Pipeline::kOff || !model->CanQueue()) return false;
+  if (o.pipeline == EngineOptions::Pipeline::kOn) return true;
+  const char* env = std::getenv("HERD_PIPELINE");
+  if (env != nullptr && std::string_view(env) == "0") return false;
+  size_t free_bytes = 0, total_bytes = 0;  // only a device overlaps the host's work
+  return model->backend().DeviceMemory(&free_bytes, &total_bytes);
+}
+
 KvCacheManagerOptions KvOptions(const KvCache& cache, const EngineOptions& o) {
   KvCacheManagerOptions k;
   k.n_blocks = cache.config().n_blocks;
@@ -52,7 +63,8 @@ Engine::Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const E
       n_ctx_(n_ctx),
       kv_(KvOptions(*cache, options)),
       scheduler_(options.scheduler, &kv_),
-      runner_(model, cache, &kv_),
+      runner_(model, cache, &kv_, options.pipeline == EngineOptions::Pipeline::kOn && model->CanQueue()),
+      pipeline_(PipelineOn(options, model)),
       metrics_(options.metrics ? options.metrics : std::make_shared<EngineMetrics>()) {
   stats_.total_blocks = cache->config().n_blocks;
   stats_.free_blocks = kv_.free_blocks();
@@ -100,13 +112,21 @@ void Engine::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (in_flight_) {  // its tokens are emitted; nothing is queued on the device afterwards
+    FinishInFlight();
+    PublishMetrics();
+    std::lock_guard lock(mu_);
+    published_ = stats_;
+  }
 }
 
 void Engine::Loop() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !inbox_.empty() || !cancels_.empty() || !requests_.empty(); });
+      cv_.wait(lock, [&] {
+        return stop_ || !inbox_.empty() || !cancels_.empty() || !requests_.empty() || in_flight_.has_value();
+      });
       if (stop_) return;
     }
     if (!Step()) {
@@ -228,26 +248,35 @@ void Engine::ApplyInbox() {
 }
 
 bool Engine::Step() {
+  const auto start = EngineClock::now();
   ApplyInbox();
   kv_.ExpirePins(KvClock::now());
-  const SchedulerStep step = scheduler_.Schedule();
+  // Pipelined: the pass in flight has its tokens on the device; what the next schedule needs of
+  // it (n_computed, prefix-cache commits, which sequences end by length) is known already.
+  const bool had_in_flight = in_flight_.has_value();
+  const int32_t feedback_rows =
+      had_in_flight ? static_cast<int32_t>(step_outs_[in_flight_->out].sampled.size()) : 0;
+  if (had_in_flight) AdvanceInFlight();
+  SchedulerStep step = scheduler_.Schedule();
   stats_.preemptions += static_cast<int64_t>(step.preempted.size());
-  bool ran = false;
+  StepOutput& out = step_outs_[had_in_flight ? 1 - in_flight_->out : 0];
+  bool decode_only = true;
+  for (const ScheduledChunk& c : step.chunks) {
+    decode_only = decode_only && c.n_tokens == 1 && c.seq->n_computed >= c.seq->n_prompt;
+  }
+  const int64_t step_tokens = static_cast<int64_t>(step.chunks.size());
+  Status st = Status::Ok();
+  double forward = 0;
   if (!step.empty()) {
-    ran = true;
-    const auto now = EngineClock::now();
-    bool decode_only = true;
-    for (const ScheduledChunk& c : step.chunks) {
-      decode_only = decode_only && c.n_tokens == 1 && c.seq->n_computed >= c.seq->n_prompt;
-    }
     for (const ScheduledChunk& c : step.chunks) {
       RequestState* r = c.seq->request;
-      if (r->timings.first_scheduled == EngineClock::time_point{}) r->timings.first_scheduled = now;
+      if (r->timings.first_scheduled == EngineClock::time_point{}) r->timings.first_scheduled = start;
     }
-    StepOutput& out = step_out_;
-    const Status st = runner_.Execute(step, &out);
-    const auto forwarded = EngineClock::now();
-    stats_.forward_seconds += std::chrono::duration<double>(forwarded - now).count();
+    current_step_ = &step;
+    current_out_ = &out;
+    const auto t0 = EngineClock::now();
+    st = runner_.Execute(step, &out, pipeline_, feedback_rows);
+    forward += std::chrono::duration<double>(EngineClock::now() - t0).count();
     ++stats_.steps;
     if (!st.ok()) {
       // The model rejected the batch: every request in it fails; the others go on.
@@ -256,22 +285,51 @@ bool Engine::Step() {
         if (std::find(failed.begin(), failed.end(), c.seq->request) == failed.end()) failed.push_back(c.seq->request);
       }
       for (RequestState* r : failed) FinishRequest(r, FinishReason::kError, st);
-    } else if (out.embedded.empty()) {
-      AfterForward(step, out);
-    } else {
-      // Embedding chunks are pooled, not sampled or committed to the prefix cache.
-      SchedulerStep generation = step;
-      std::erase_if(generation.chunks, [](const ScheduledChunk& c) { return c.seq->embedding; });
-      AfterForward(generation, out);
-      AfterEmbedding(out);
     }
-    const auto done = EngineClock::now();
-    stats_.sample_seconds += std::chrono::duration<double>(done - forwarded).count();
-    const double seconds = std::chrono::duration<double>(done - now).count();
+  }
+  // Consumed in this call: the pass that was in flight (its wait overlaps nothing more: this
+  // step is queued behind it already), then this step unless it was queued in its turn.
+  int64_t consumed_tokens = 0;
+  bool consumed_decode_only = true;
+  double sample = 0;
+  if (had_in_flight) {
+    const auto t0 = EngineClock::now();
+    const int64_t n = FinishInFlight();
+    sample += std::chrono::duration<double>(EngineClock::now() - t0).count();
+    consumed_decode_only = n >= 0;
+    consumed_tokens += std::max<int64_t>(n, 0);
+  }
+  if (!step.empty() && st.ok()) {
+    if (out.queued) {
+      ++stats_.queued_steps;
+      in_flight_ = InFlight{std::move(step), static_cast<int>(&out - step_outs_), decode_only};
+    } else {
+      const auto t0 = EngineClock::now();
+      if (out.embedded.empty()) {
+        AfterForward(step, out);
+      } else {
+        // Embedding chunks are pooled, not sampled or committed to the prefix cache.
+        SchedulerStep generation = step;
+        std::erase_if(generation.chunks, [](const ScheduledChunk& c) { return c.seq->embedding; });
+        AfterForward(generation, out);
+        AfterEmbedding(out);
+      }
+      sample += std::chrono::duration<double>(EngineClock::now() - t0).count();
+      consumed_decode_only = consumed_decode_only && decode_only;
+      consumed_tokens += step_tokens;
+    }
+  }
+  current_step_ = nullptr;
+  current_out_ = nullptr;
+  const bool ran = !step.empty() || had_in_flight;
+  if (ran) {
+    const double seconds = std::chrono::duration<double>(EngineClock::now() - start).count();
+    stats_.forward_seconds += forward;
+    stats_.sample_seconds += sample;
     stats_.step_seconds += seconds;
-    if (decode_only) {
+    if (consumed_decode_only && consumed_tokens > 0) {
       stats_.decode_step_seconds += seconds;
-      stats_.decode_step_tokens += static_cast<int64_t>(step.chunks.size());
+      stats_.decode_step_tokens += consumed_tokens;
     }
   }
   PublishMetrics();

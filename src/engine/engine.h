@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,14 @@ struct EngineOptions {
   // Where the engine records counters, gauges and latency histograms; null: a new one. Pass the
   // same object to the next engine of the same model to keep counting across reloads.
   std::shared_ptr<EngineMetrics> metrics;
+  // Pipelined decoding (engine_pipeline.cc): a step whose sequences all decode greedily is
+  // queued on the device and the next step is scheduled and queued behind it before its ids
+  // come back (they are fed back on the device), so the host's scheduling, batch building and
+  // event emission overlap the GPU's work. kAuto: on device backends whose model can queue
+  // passes (HERD_PIPELINE=0 turns it off); kOn: on host backends too (tests: no overlap there,
+  // each step's tokens are emitted one step later); kOff: never.
+  enum class Pipeline { kAuto, kOn, kOff };
+  Pipeline pipeline = Pipeline::kAuto;
 };
 
 struct EngineStats {
@@ -57,6 +66,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
   int64_t coalesced = 0;    // requests served by another identical request's computation
+  int64_t queued_steps = 0;  // steps run as queued (pipelined) passes
   double step_seconds = 0;  // time in steps (schedule, forward, sampling)
   // Steps in which every sequence decoded one token (no prefill work): the batched decode rate
   // is decode_step_tokens / decode_step_seconds.
@@ -136,6 +146,19 @@ class Engine {
   bool Coalesce(std::unique_ptr<RequestState>& r);
   void CancelOne(RequestId id);
   void AfterForward(const SchedulerStep& step, StepOutput& out);
+  // Advances n_computed over the step's chunks and commits their blocks to the prefix cache
+  // (and pins); the first half of AfterForward, all a step's successor needs to be scheduled.
+  void CommitChunks(const SchedulerStep& step);
+  // Pipelined decoding (engine_pipeline.cc). Before scheduling the next step: commit the
+  // in-flight step's chunks and give each of its sampled sequences a kFedBackToken; those that
+  // reach their length limit with that token leave the scheduler.
+  void AdvanceInFlight();
+  // Waits for the in-flight pass and emits its tokens (SampleAndEmit fills the placeholders).
+  // Returns the step's token count when it was decode-only, else -1.
+  int64_t FinishInFlight();
+  // A sequence that finishes or is cancelled leaves the steps whose results are not consumed
+  // yet (the one in flight and the one being run), so nothing touches it after it is gone.
+  void Forget(Sequence* seq);
   void ForkChoices(Sequence* parent);
   // logits: the sequence's row (sampled here), or null when the device already took the argmax
   // (device_argmax; plain greedy sequences only, see StepOutput::argmax_only).
@@ -165,7 +188,19 @@ class Engine {
   KvCacheManager kv_;
   Scheduler scheduler_;
   ModelRunner runner_;
-  StepOutput step_out_;  // reused: its logits buffer ([n_rows, n_vocab] floats) stays allocated
+  // Reused: their logits buffers ([n_rows, n_vocab] floats) stay allocated. Two, because a
+  // queued step's output lives on while the next step runs.
+  StepOutput step_outs_[2];
+  bool pipeline_ = false;
+  struct InFlight {
+    SchedulerStep step;
+    int out = 0;  // index into step_outs_
+    bool decode_only = false;
+  };
+  std::optional<InFlight> in_flight_;
+  // The step being run by Step() until its results are consumed (Forget purges it too).
+  SchedulerStep* current_step_ = nullptr;
+  StepOutput* current_out_ = nullptr;
   std::shared_ptr<EngineMetrics> metrics_;
   EngineStats metrics_base_;  // stats_ as of the last PublishMetrics
 

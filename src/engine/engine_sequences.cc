@@ -172,6 +172,7 @@ void Engine::FinishRequest(RequestState* r, FinishReason reason, const Status& e
   const auto now = EngineClock::now();
   r->finish = reason;
   for (auto& s : r->choices) {
+    Forget(s.get());
     if (s->status == SequenceStatus::kFinished) continue;
     scheduler_.Remove(s.get());
     EngineEvent ev;
@@ -205,6 +206,7 @@ void Engine::FinishSequence(Sequence* seq, FinishReason reason, std::string text
   RequestState* r = seq->request;
   if (seq->index == 0) r->finish = reason;
   scheduler_.Remove(seq);
+  Forget(seq);
   EngineEvent ev;
   ev.kind = EngineEvent::Kind::kFinished;
   ev.index = seq->index;
@@ -238,7 +240,7 @@ void Engine::ForkChoices(Sequence* parent) {
   }
 }
 
-void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
+void Engine::CommitChunks(const SchedulerStep& step) {
   for (const ScheduledChunk& c : step.chunks) {
     Sequence* s = c.seq;
     if (s->n_computed < s->n_prompt) {
@@ -255,17 +257,24 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
       r->pinned[p] = true;
     }
   }
+}
+
+void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
+  CommitChunks(step);
   const auto now = EngineClock::now();
   const size_t n_vocab = static_cast<size_t>(runner_.n_vocab());
   // Forks first (they need the parent's row before sampling modifies it), then sampling.
   if (out.argmax_only) {  // plain greedy everywhere (ModelRunner): only the ids came back
-    for (size_t i = 0; i < out.sampled.size(); ++i) SampleAndEmit(out.sampled[i], nullptr, now, out.argmax[i]);
+    for (size_t i = 0; i < out.sampled.size(); ++i) {
+      if (out.sampled[i] != nullptr) SampleAndEmit(out.sampled[i], nullptr, now, out.argmax[i]);
+    }
     return;
   }
   if (out.top_k > 0) {  // each row's top-k candidates came back (ModelRunner: greedy or top-k draws)
     std::vector<Candidate> top;
     for (size_t i = 0; i < out.sampled.size(); ++i) {
       Sequence* s = out.sampled[i];
+      if (s == nullptr) continue;
       top.clear();
       for (int32_t j = 0; j < out.top_k; ++j) {
         const size_t at = i * static_cast<size_t>(out.top_k) + static_cast<size_t>(j);
@@ -284,6 +293,7 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   fork_rows.reserve(out.sampled.size() * static_cast<size_t>(options_.max_n));
   for (size_t i = 0; i < out.sampled.size(); ++i) {
     Sequence* s = out.sampled[i];
+    if (s == nullptr) continue;
     float* row = out.logits.data() + i * n_vocab;
     RequestState* r = s->request;
     if (s->index == 0 && !r->forked && r->request.n > 1) {
@@ -322,7 +332,13 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
     return;
   }
   seq->sampler->Accept(t.id);
-  seq->tokens.push_back(t.id);
+  if (seq->fed_back_row >= 0) {  // pipelined: the token the next pass already took on the device
+    HERD_CHECK(seq->tokens.back() == kFedBackToken);
+    seq->tokens.back() = t.id;
+    seq->fed_back_row = -1;
+  } else {
+    seq->tokens.push_back(t.id);
+  }
   ++stats_.generated_tokens;
   if (r->timings.first_token == EngineClock::time_point{}) {
     r->timings.first_token = now;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/check.h"
 #include "engine/request_state.h"
 
 namespace herd {
@@ -27,7 +28,10 @@ int32_t Append(ForwardBatch& b, size_t* n_tables, const ScheduledChunk& c, const
   const int32_t first = static_cast<int32_t>(b.tokens.size());
   for (int32_t k = 0; k < c.n_tokens; ++k) {
     const int32_t p = s.n_computed + k;
-    b.tokens.push_back(s.tokens[static_cast<size_t>(p)]);
+    const int32_t token = s.tokens[static_cast<size_t>(p)];
+    // A token still on the device (pipelined decoding): the model takes it from the previous pass.
+    HERD_CHECK(token != kFedBackToken || s.fed_back_row >= 0);
+    b.tokens.push_back(token == kFedBackToken ? -(s.fed_back_row + 1) : token);
     b.pos.push_back(p);
     b.seq.push_back(index);
   }
@@ -53,16 +57,23 @@ bool TopCandidatesDraw(const Sequence& s) {
 
 }  // namespace
 
-ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv)
+ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv, bool force_device_sampling)
     : model_(model), cache_(cache), kv_(kv), n_vocab_(model->config().n_vocab) {
   // On a device backend the logits stay there for plain greedy steps (HERD_DEVICE_ARGMAX=0: off).
   const char* env = std::getenv("HERD_DEVICE_ARGMAX");
   size_t free_bytes = 0, total_bytes = 0;  // a backend with device memory keeps logits there
   device_argmax_ =
-      model->backend().DeviceMemory(&free_bytes, &total_bytes) && !(env != nullptr && std::string_view(env) == "0");
+      force_device_sampling ||
+      (model->backend().DeviceMemory(&free_bytes, &total_bytes) && !(env != nullptr && std::string_view(env) == "0"));
 }
 
-Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
+Status ModelRunner::Collect(StepOutput* out) {
+  HERD_CHECK(out->queued);
+  out->queued = false;
+  return model_->TakeQueued(out->argmax.data());
+}
+
+Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool queue, int32_t feedback_rows) {
   for (const BlockCopy& c : kv_->TakeCopies()) cache_->CopyBlock(c.src, c.dst);
   ForwardBatch& b = batch_;
   ForwardBatch& e = embed_batch_;
@@ -71,6 +82,8 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
   size_t n_tables = 0, n_embed_tables = 0;
   out->sampled.clear();
   out->embedded.clear();
+  out->queued = false;
+  b.feedback_rows = feedback_rows;
   out->embed_status = Status::Ok();
   for (const ScheduledChunk& c : step.chunks) {
     const Sequence& s = *c.seq;
@@ -118,6 +131,12 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out) {
   out->topk_ids.resize(rows * static_cast<size_t>(b.top_k));
   out->topk_logits.resize(rows * static_cast<size_t>(b.top_k));
   out->logits.resize(b.argmax_only || b.top_k > 0 ? 0 : rows * static_cast<size_t>(n_vocab_));
+  if (queue && b.argmax_only && e.tokens.empty() && model_->CanQueue()) {
+    HERD_RETURN_IF_ERROR(model_->QueueForward(b, cache_->layers()));
+    out->queued = true;
+    out->hidden.clear();
+    return Status::Ok();
+  }
   if (!b.tokens.empty()) {
     float* logits = b.top_k > 0 ? out->topk_logits.data() : out->logits.data();
     int32_t* ids = b.top_k > 0 ? out->topk_ids.data() : out->argmax.data();

@@ -44,6 +44,8 @@ struct StepOutput {
   int32_t top_k = 0;
   std::vector<int32_t> topk_ids;
   std::vector<float> topk_logits;
+  // The pass was queued (ModelRunner::Execute with queue): argmax is filled by Collect.
+  bool queued = false;
   std::vector<EmbeddedChunk> embedded;
   std::vector<float> hidden;  // [rows, n_embd]
   Status embed_status;        // Model::Embed's result: failing only the embedding chunks' requests
@@ -51,12 +53,22 @@ struct StepOutput {
 
 class ModelRunner {
  public:
-  ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv);
+  // force_device_sampling: take the argmax / top-k path (StepOutput::argmax_only, top_k) on a
+  // host backend too (tests of pipelined decoding on the CPU).
+  ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv, bool force_device_sampling = false);
 
   // Runs the step; sequences' n_computed are NOT advanced (the engine does that after it has
   // handled the result). Errors: the model rejected the generation batch (an Embed error is
   // out->embed_status instead, e.g. an architecture without embeddings).
-  Status Execute(const SchedulerStep& step, StepOutput* out);
+  //
+  // Pipelined decoding: with `queue`, a step whose output is argmax_only (and has no embedding
+  // chunks) is queued on the model (Model::QueueForward) and Execute returns before the device
+  // is done; out->queued is then set and Collect(out) waits for the ids. feedback_rows: the
+  // sampled rows of the pass queued before this one, whose ids are not on the host yet; a
+  // sequence whose last token is kFedBackToken takes it from row Sequence::fed_back_row there.
+  Status Execute(const SchedulerStep& step, StepOutput* out, bool queue = false, int32_t feedback_rows = 0);
+  // Waits for a queued step's pass and fills out->argmax.
+  Status Collect(StepOutput* out);
 
   int32_t n_vocab() const { return n_vocab_; }
 

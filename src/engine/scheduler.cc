@@ -38,9 +38,13 @@ void Scheduler::AddRunning(Sequence* seq) {
 }
 
 void Scheduler::Remove(Sequence* seq) {
+  Park(seq);
+  seq->status = SequenceStatus::kFinished;
+}
+
+void Scheduler::Park(Sequence* seq) {
   if (!Erase(running_, seq)) Erase(waiting_, seq);
   kv_->Free(seq->id);
-  seq->status = SequenceStatus::kFinished;
 }
 
 void Scheduler::Preempt(Sequence* seq, SchedulerStep* step) {

@@ -54,6 +54,9 @@ class Scheduler {
   void AddRunning(Sequence* seq);
   // Drops a finished or cancelled sequence and frees its blocks.
   void Remove(Sequence* seq);
+  // Drops a sequence from scheduling and frees its blocks without finishing it: pipelined
+  // decoding, a sequence whose last token (still on the device) reaches its length limit.
+  void Park(Sequence* seq);
 
   SchedulerStep Schedule();
 

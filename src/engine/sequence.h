@@ -22,6 +22,10 @@ struct RequestState;  // engine.cc: the request's stream and shared settings
 
 enum class SequenceStatus { kWaiting, kRunning, kFinished };
 
+// Pipelined decoding: a sequence's last token while its id is still on the device (the argmax
+// of row Sequence::fed_back_row of the pass in flight); replaced when that pass is taken.
+constexpr int32_t kFedBackToken = -1;
+
 struct Sequence {
   SeqId id = 0;
   RequestState* request = nullptr;
@@ -38,6 +42,7 @@ struct Sequence {
   int32_t n_cached = 0;  // prompt tokens served from the prefix cache at first admission
   int32_t n_preempted = 0;
   EngineClock::time_point last_token{};  // when its latest token was sampled (inter-token latency)
+  int32_t fed_back_row = -1;  // tokens.back() is kFedBackToken: its row in the pass in flight
 
   std::optional<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detokenizer;  // null without a tokenizer

@@ -37,6 +37,16 @@ class Backend {
   // Ordered with the ops like them (queued on a device backend).
   virtual void CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
   virtual void Synchronize() = 0;
+  // A device-to-host copy that does not wait: queued after every op so far, it lands in dst
+  // (host memory that must stay valid) when WaitCopyToHost(ticket) returns. Tickets are
+  // waited for in the order they were issued; at most kMaxQueuedCopies are outstanding.
+  // Default (host backends): copies at once; the wait does nothing.
+  static constexpr int kMaxQueuedCopies = 4;
+  virtual uint64_t QueueCopyToHost(void* dst, const void* src, size_t bytes) {
+    CopyToHost(dst, src, bytes);
+    return 0;
+  }
+  virtual void WaitCopyToHost(uint64_t ticket) { (void)ticket; }
   // Makes a weight usable by this backend. CPU: returns the same view (weights stay in the
   // file mapping, never copied). CUDA: uploads once and returns a device view.
   // A view with data == nullptr (for a non-empty weight) means the device is out of memory.
@@ -61,6 +71,11 @@ class Backend {
 
   // --- ops (shapes as documented in kernels/ops.h, attention.h, matmul.h) ---
   virtual void GetRows(const TensorView& table, const int32_t* ids, int64_t n, float* out) = 0;
+  // Token feedback (pipelined decoding, ForwardBatch::feedback_rows): every entry t < 0 of
+  // ids[0, n) becomes prev[-t - 1] (an id the previous pass's ArgMaxRows wrote; a -1 there, a
+  // row without a number, becomes 0 so the lookup stays in range). ids, prev: this backend's
+  // memory. Default: a host loop (host backends).
+  virtual void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev);
   virtual void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols, float* out) = 0;
   // y: [n_tok, w.rows] = x: [n_tok, w.cols] · wᵀ
   virtual void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) = 0;

@@ -70,6 +70,12 @@ void Backend::ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t
   }
 }
 
+void Backend::ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0) ids[i] = std::max(prev[-ids[i] - 1], 0);
+  }
+}
+
 void Backend::TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals) {
   HERD_CHECK(k >= 1 && k <= kMaxTopK);
   std::vector<int32_t> idx;

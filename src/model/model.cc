@@ -34,8 +34,10 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
   }
   if (pos.size() != tokens.size() || seq.size() != tokens.size())
     return InvalidArgument("batch arrays differ in length");
+  if (feedback_rows < 0) return InvalidArgument(StrFormat("negative feedback_rows %d", feedback_rows));
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= n_vocab) {
+    const bool fed_back = tokens[i] < 0 && -tokens[i] - 1 < feedback_rows;
+    if (!fed_back && (tokens[i] < 0 || tokens[i] >= n_vocab)) {
       return InvalidArgument(StrFormat("token id %d out of range [0, %d)", tokens[i], n_vocab));
     }
     if (seq[i] < 0 || static_cast<size_t>(seq[i]) >= block_tables.size()) {
@@ -58,6 +60,12 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
   }
   return Status::Ok();
 }
+
+Status Model::QueueForward(const ForwardBatch&, std::span<const KvLayerView>) {
+  return Unimplemented(config_.arch + " does not support queued passes");
+}
+
+Status Model::TakeQueued(int32_t*) { return Unimplemented(config_.arch + " does not support queued passes"); }
 
 Status Model::Embed(const ForwardBatch&, std::span<const KvLayerView>, float*) {
   return Unimplemented(config_.arch + " does not support embeddings");

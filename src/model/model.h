@@ -35,6 +35,11 @@ struct ForwardBatch {
   // returns each logit row's top_k most likely entries (Backend::TopKRows: ids in `argmax`,
   // [n_rows * top_k], their logits in `logits`, [n_rows * top_k]; id -1 past a row's count).
   int32_t top_k = 0;
+  // Tokens fed back on the device (pipelined decoding): a token -(r + 1) stands for the argmax
+  // of logit row r of the previous pass, which must have been argmax_only with at least
+  // feedback_rows rows (Model::Forward / QueueForward, or the pass taken last). 0: every token
+  // is an id. The host never waits for that pass's ids before queuing this one.
+  int32_t feedback_rows = 0;
 
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   Status Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const;
@@ -52,6 +57,17 @@ class Model {
   // Errors: invalid batch (ids out of range, positions beyond a block table, a bad top_k).
   virtual Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits,
                          int32_t* argmax = nullptr) = 0;
+
+  // Pipelined decoding: QueueForward queues an argmax_only pass and returns without waiting for
+  // the device; TakeQueued waits for the oldest queued pass and writes its logit rows' argmax
+  // (host memory, [batch.logit_rows.size()] of that pass). The next pass (queued or not) may
+  // be queued before the previous one is taken and take its tokens from it (feedback_rows).
+  // At most kMaxQueued passes are queued at once. Models that cannot do this return
+  // Unimplemented (CanQueue false); the engine then runs every pass with Forward.
+  static constexpr int kMaxQueued = 2;
+  virtual bool CanQueue() const { return false; }
+  virtual Status QueueForward(const ForwardBatch& batch, std::span<const KvLayerView> kv);
+  virtual Status TakeQueued(int32_t* argmax);
 
   // Final hidden states before the output projection, for embeddings: [rows.size(), n_embd]
   // (after the final norm). Optional per architecture.

@@ -46,7 +46,19 @@ __global__ void ArgMaxRowsKernel(const float* __restrict__ x, int64_t n_cols, in
   }
 }
 
+__global__ void ResolveFedBackIdsKernel(int32_t* __restrict__ ids, int64_t n, const int32_t* __restrict__ prev) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n && ids[i] < 0) ids[i] = max(prev[-ids[i] - 1], 0);
+}
+
 }  // namespace
+
+void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev, cudaStream_t stream) {
+  if (n <= 0) return;
+  constexpr int kBlock = 256;
+  ResolveFedBackIdsKernel<<<static_cast<unsigned>((n + kBlock - 1) / kBlock), kBlock, 0, stream>>>(ids, n, prev);
+  HERD_CUDA_CHECK_LAUNCH();
+}
 
 void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids, cudaStream_t stream) {
   if (n_rows <= 0) return;

@@ -12,4 +12,8 @@ namespace herd::cuda {
 // read once (128256 columns: ~0.2 µs per row at full bandwidth).
 void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids, cudaStream_t stream);
 
+// Pipelined decoding (Backend::ResolveFedBackIds): ids[i] < 0 becomes max(prev[-ids[i] - 1], 0),
+// in place; ids, prev: [n] / [rows of the previous pass] int32, device. One thread per id.
+void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev, cudaStream_t stream);
+
 }  // namespace herd::cuda

@@ -327,16 +327,17 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   p.q = q;
   p.out = out;
 
-  // Splits: about ctas_per_sm CTAs per SM when every token is a decode item (several waves of
+  // Splits: about ctas_per_sm * 64 / head_dim CTAs per SM when every token is a decode item (several waves of
   // the ~4 resident for many sequences, so the last wave's tail is short; for a few sequences up
   // to max_splits splits of at least min_tiles tiles, so each CTA's latency chain is short);
   // never more than the cache could need.
   const int min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
   const int max_splits = Policy().max_splits.load(std::memory_order_relaxed);
   const int64_t units = b.n_tokens * c.n_kv_heads * p.head_chunks;
-  const int64_t want =
-      (static_cast<int64_t>(std::max(num_sms, 1)) * Policy().ctas_per_sm.load(std::memory_order_relaxed) + units - 1) /
-      units;
+  const int64_t ctas = std::max<int64_t>(
+      1, static_cast<int64_t>(std::max(num_sms, 1)) * Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 /
+             c.head_dim);
+  const int64_t want = (ctas + units - 1) / units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
   p.s_max = static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(max_splits, cap)));

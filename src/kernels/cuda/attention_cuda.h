@@ -68,10 +68,13 @@ void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const
 
 // How PagedAttention splits contexts (process-wide; benchmarks compare settings, the defaults
 // are the ones measured best on H100, bench/results/cuda-attention-2026-11-22.md): splits per
-// item = min(max_splits, ceil(num_sms * ctas_per_sm / items), ceil(context tiles / min_tiles)),
-// tiles of 32 positions. HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES:MAX_SPLITS sets the initial policy.
+// item = min(max_splits, ceil(num_sms * ctas_per_sm * 64 / head_dim / items),
+// ceil(context tiles / min_tiles)), tiles of 32 positions: ctas_per_sm is the figure for
+// head_dim 64 and scales down with wider heads, whose CTAs carry more work each (head_dim 128:
+// 6 per SM; bench/results/cuda-quant-tc-2026-11-24.md, "Attention split policy").
+// HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES:MAX_SPLITS sets the initial policy.
 struct AttentionSplitPolicy {
-  int ctas_per_sm = 12;
+  int ctas_per_sm = 12;  // at head_dim 64
   int min_tiles = 1;
   int max_splits = 64;  // at most 64 (kMaxSplits)
 };

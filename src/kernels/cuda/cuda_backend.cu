@@ -13,7 +13,9 @@
 // Device-to-host copies of kPinnedD2hMin..kPinnedD2hMax bytes (a decode step's logits) land in a
 // pinned buffer in up to kD2hChunks pieces, each copied out while the next one is in flight
 // (a pageable destination would make the driver stage the copy itself, more slowly);
-// HERD_CUDA_PINNED_D2H=0 copies straight into the destination.
+// HERD_CUDA_PINNED_D2H=0 copies straight into the destination. QueueCopyToHost (a pipelined
+// decode step's token ids) lands in one of kMaxQueuedCopies pinned slots behind an event and is
+// copied out when waited for, so the host can queue the next pass before this one is done.
 // Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each, and a norm or SwiGLU announced by
 // PrepareMatMulInput also writes the int8 input of the quantized GEMV after it (MatMulRunner::
 // FusedRmsNorm / FusedSwiGlu); HERD_CUDA_FUSE=0 runs the unfused ops instead, HERD_CUDA_FUSE_INPUT=0
@@ -81,6 +83,10 @@ class CudaBackend final : public Backend {
     for (cudaEvent_t e : d2h_events_) {
       if (e != nullptr) cudaEventDestroy(e);
     }
+    for (QueuedCopy& q : queued_) {
+      if (q.pinned != nullptr) cudaFreeHost(q.pinned);
+      if (q.done != nullptr) cudaEventDestroy(q.done);
+    }
     cudaStreamDestroy(stream_);
   }
 
@@ -143,6 +149,35 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return;
     Bind();
     HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  // Into the next of kMaxQueuedCopies pinned slots, with an event; the wait copies it out.
+  uint64_t QueueCopyToHost(void* dst, const void* src, size_t bytes) override {
+    NotInGraph();
+    Bind();
+    HERD_CHECK_MSG(queued_issued_ - queued_waited_ < kMaxQueuedCopies, "more than %d queued copies to the host",
+                   kMaxQueuedCopies);
+    QueuedCopy& q = queued_[queued_issued_ % kMaxQueuedCopies];
+    if (bytes > q.capacity) {
+      if (q.pinned != nullptr) HERD_CUDA_CHECK(cudaFreeHost(q.pinned));
+      q.capacity = std::max<size_t>(RoundUp(bytes, 4096), 4096);
+      HERD_CUDA_CHECK(cudaMallocHost(&q.pinned, q.capacity));
+    }
+    if (q.done == nullptr) HERD_CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventDisableTiming));
+    if (bytes > 0) HERD_CUDA_CHECK(cudaMemcpyAsync(q.pinned, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    HERD_CUDA_CHECK(cudaEventRecord(q.done, stream_));
+    q.dst = dst;
+    q.bytes = bytes;
+    return queued_issued_++;
+  }
+  void WaitCopyToHost(uint64_t ticket) override {
+    HERD_CHECK_MSG(ticket == queued_waited_ && ticket < queued_issued_, "queued copy %llu waited out of order",
+                   static_cast<unsigned long long>(ticket));
+    QueuedCopy& q = queued_[ticket % kMaxQueuedCopies];
+    Bind();
+    HERD_CUDA_CHECK(cudaEventSynchronize(q.done));
+    if (q.bytes > 0) std::memcpy(q.dst, q.pinned, q.bytes);
+    ++queued_waited_;
   }
 
   void Synchronize() override {
@@ -287,6 +322,10 @@ class CudaBackend final : public Backend {
                       float scale, float* out) override {
     if (!BeginOp()) return;
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
+  }
+  void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev) override {
+    if (!BeginOp()) return;
+    cuda::ResolveFedBackIds(ids, n, prev, stream_);
   }
   void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids) override {
     if (!BeginOp()) return;
@@ -436,6 +475,15 @@ class CudaBackend final : public Backend {
   void* d2h_ = nullptr;  // pinned, d2h_bytes_
   size_t d2h_bytes_ = 0;
   cudaEvent_t d2h_events_[kD2hChunks] = {};
+  struct QueuedCopy {
+    void* pinned = nullptr;  // capacity bytes
+    size_t capacity = 0;
+    cudaEvent_t done = nullptr;
+    void* dst = nullptr;
+    size_t bytes = 0;
+  };
+  QueuedCopy queued_[kMaxQueuedCopies];
+  uint64_t queued_issued_ = 0, queued_waited_ = 0;
   std::unordered_map<uint64_t, Graph> graphs_;
   Graph* current_ = nullptr;  // between BeginGraph and EndGraph
   bool capturing_ = false;

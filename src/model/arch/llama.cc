@@ -99,11 +99,7 @@ class LlamaModel final : public Model {
     const ModelConfig& c = config_;
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     Backend& be = *backend_;
-    if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
-    if (n_out > 0 && batch.argmax_only) be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
-    if (n_out > 0 && batch.top_k > 0)
-      be.TopKRows(ws_.logits, n_out, c.n_vocab, batch.top_k, ws_.topk_ids, ws_.topk_vals);
-    be.EndGraph();
+    Logits(batch, hidden);
     if (n_out == 0) return Status::Ok();
     be.Synchronize();
     if (batch.argmax_only) {
@@ -115,6 +111,33 @@ class LlamaModel final : public Model {
     } else {
       be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
     }
+    return Status::Ok();
+  }
+
+  bool CanQueue() const override { return true; }
+
+  // The pass runs like Forward's; its ids go to the host through a queued copy (no wait here).
+  Status QueueForward(const ForwardBatch& batch, std::span<const KvLayerView> kv) override {
+    if (!batch.argmax_only || batch.logit_rows.empty()) {
+      return InvalidArgument("a queued pass must be argmax_only with logit rows");
+    }
+    if (n_queued_ >= kMaxQueued) return Internal("too many queued passes");
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/3));
+    Logits(batch, hidden);
+    Queued& q = queued_[(first_queued_ + n_queued_) % kMaxQueued];
+    q.ids.resize(batch.logit_rows.size());
+    q.ticket = backend_->QueueCopyToHost(q.ids.data(), ws_.argmax, sizeof(int32_t) * q.ids.size());
+    ++n_queued_;
+    return Status::Ok();
+  }
+
+  Status TakeQueued(int32_t* argmax) override {
+    if (n_queued_ == 0) return Internal("no queued pass");
+    Queued& q = queued_[first_queued_];
+    backend_->WaitCopyToHost(q.ticket);
+    std::memcpy(argmax, q.ids.data(), sizeof(int32_t) * q.ids.size());
+    first_queued_ = (first_queued_ + 1) % kMaxQueued;
+    --n_queued_;
     return Status::Ok();
   }
 
@@ -151,6 +174,20 @@ class LlamaModel final : public Model {
     uint64_t generation = 0;            // bumped whenever a buffer above is reallocated (graph keys)
     const void* kv_identity = nullptr;  // the KV cache of the last pass (its layer 0 K)
   };
+
+  // The output projection of the rows `hidden` holds, the argmax / top-k the batch asks for,
+  // then the end of the pass's graph. Records what ws_.argmax now holds (token feedback).
+  void Logits(const ForwardBatch& batch, const float* hidden) {
+    const ModelConfig& c = config_;
+    const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+    Backend& be = *backend_;
+    if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
+    if (n_out > 0 && batch.argmax_only) be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
+    if (n_out > 0 && batch.top_k > 0)
+      be.TopKRows(ws_.logits, n_out, c.n_vocab, batch.top_k, ws_.topk_ids, ws_.topk_vals);
+    be.EndGraph();
+    argmax_rows_ = batch.argmax_only ? n_out : 0;
+  }
 
   template <typename T>
   void Release(T*& p) {
@@ -196,14 +233,17 @@ class LlamaModel final : public Model {
     }
     if (n_out > ws_.out_capacity) {
       for (float** p : {&ws_.rows, &ws_.rows_normed, &ws_.logits}) Release(*p);
+      // The previous pass's ids may still be fed back to this one: they move to the new buffer.
+      int32_t* argmax = Alloc<int32_t>(n_out);
+      if (argmax_rows_ > 0) backend_->CopyOnDevice(argmax, ws_.argmax, sizeof(int32_t) * argmax_rows_);
       Release(ws_.argmax);
+      ws_.argmax = argmax;
       Release(ws_.topk_ids);
       Release(ws_.topk_vals);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
       ws_.logits = Alloc<float>(n_out * c.n_vocab);
-      ws_.argmax = Alloc<int32_t>(n_out);
       ws_.topk_ids = Alloc<int32_t>(n_out * Backend::kMaxTopK);
       ws_.topk_vals = Alloc<float>(n_out * Backend::kMaxTopK);
       grew = true;
@@ -279,6 +319,10 @@ class LlamaModel final : public Model {
       return InvalidArgument(StrFormat("KV cache has %zu layers, model has %d", kv.size(), c.n_layer));
     }
     HERD_RETURN_IF_ERROR(batch.Validate(c.n_vocab, kv[0].block_size, kv[0].n_blocks));
+    if (batch.feedback_rows > argmax_rows_) {
+      return InvalidArgument(StrFormat("the batch feeds back %d rows; the previous pass left %lld argmax ids",
+                                       batch.feedback_rows, static_cast<long long>(argmax_rows_)));
+    }
     const int64_t T = batch.size();
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     int64_t entries = 0;
@@ -295,11 +339,13 @@ class LlamaModel final : public Model {
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
-    // generation.
+    // token feedback (bit 29), generation.
+    const bool fed_back = batch.feedback_rows > 0;
     if (T <= kMaxGraphTokens) {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
-                    ws_.generation << 29);
+                    static_cast<uint64_t>(fed_back) << 29 | ws_.generation << 30);
     }
+    if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
     // h = rms_norm(x) * attn_norm of layer 0 here; of later layers fused into the previous
     // layer's last residual add (AddRmsNorm: x += ffn_out, then the norm). Each norm and the
@@ -342,6 +388,13 @@ class LlamaModel final : public Model {
   std::vector<LayerWeights> layers_;
   std::vector<void*> owned_;
   Workspace ws_;
+  int64_t argmax_rows_ = 0;  // ids the last logits pass left in ws_.argmax (0: not an argmax pass)
+  struct Queued {
+    std::vector<int32_t> ids;  // host; written by the queued copy
+    uint64_t ticket = 0;
+  };
+  Queued queued_[kMaxQueued];  // a ring: n_queued_ passes from first_queued_
+  int first_queued_ = 0, n_queued_ = 0;
 };
 
 Result<std::unique_ptr<Model>> CreateLlama(const GgufFile& file, Backend* backend) {

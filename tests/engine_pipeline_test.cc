@@ -1,0 +1,258 @@
+// Pipelined decoding (src/engine/engine_pipeline.cc) forced on over the reference backend: the
+// same workload through an engine with it and one without gives the same events — tokens, text,
+// finish reasons, usage — across chunked prefill, preemption, prefix-cache hits, stop strings,
+// end-of-generation tokens, the context limit, cancellation and sampled requests mixed in; and
+// steps really were queued (stats().queued_steps), so a comparison is never of two plain runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
+
+namespace herd {
+namespace {
+
+using testing::EngineSetup;
+using testing::Fixture;
+using testing::Greedy;
+using testing::Make;
+using testing::Prompt;
+
+struct Outcome {
+  std::map<int32_t, std::vector<int32_t>> tokens;
+  std::map<int32_t, std::string> text;
+  std::map<int32_t, FinishReason> finish;
+  std::map<int32_t, int32_t> completion_tokens;
+  std::map<int32_t, std::string> stop_string;
+};
+
+Outcome Drain(RequestStream& s) {
+  Outcome o;
+  EngineEvent ev;
+  while (s.TryNext(&ev)) {
+    o.text[ev.index] += ev.text;
+    if (ev.kind == EngineEvent::Kind::kToken) {
+      o.tokens[ev.index].push_back(ev.token);
+    } else {
+      o.finish[ev.index] = ev.finish;
+      o.completion_tokens[ev.index] = ev.usage.completion_tokens;
+      o.stop_string[ev.index] = ev.stop_string;
+    }
+  }
+  EXPECT_TRUE(s.ended());
+  return o;
+}
+
+void ExpectSame(const Outcome& got, const Outcome& want, size_t i) {
+  EXPECT_EQ(got.tokens, want.tokens) << "request " << i;
+  EXPECT_EQ(got.text, want.text) << "request " << i;
+  EXPECT_EQ(got.finish, want.finish) << "request " << i;
+  EXPECT_EQ(got.completion_tokens, want.completion_tokens) << "request " << i;
+  EXPECT_EQ(got.stop_string, want.stop_string) << "request " << i;
+}
+
+// A workload: requests submitted before step `at`, and cancellations of request `which` before
+// step `at` (both in steps of the engine's Step() loop).
+struct Arrival {
+  int at = 0;
+  GenerationRequest request;
+};
+struct Cancellation {
+  int at = 0;
+  size_t which = 0;
+};
+
+struct RunResult {
+  std::vector<Outcome> outcomes;
+  EngineStats stats;
+};
+
+RunResult RunWorkload(EngineSetup setup, EngineOptions::Pipeline pipeline, const std::vector<Arrival>& arrivals,
+                const std::vector<Cancellation>& cancels = {}) {
+  setup.pipeline = pipeline;
+  Fixture f = Make(setup);
+  std::vector<std::shared_ptr<RequestStream>> streams(arrivals.size());
+  for (int step = 0; step < 100000; ++step) {
+    bool pending = false;
+    for (size_t i = 0; i < arrivals.size(); ++i) {
+      if (arrivals[i].at == step) {
+        auto s = f.engine->Submit(arrivals[i].request);
+        EXPECT_TRUE(s.ok()) << s.status().ToString();
+        if (s.ok()) streams[i] = *s;
+      }
+      pending = pending || arrivals[i].at > step;
+    }
+    for (const Cancellation& c : cancels) {
+      if (c.at == step && streams[c.which]) f.engine->Cancel(streams[c.which]->id());
+    }
+    if (!pending && !f.engine->Busy()) break;
+    f.engine->Step();
+    f.engine->CheckInvariants();
+  }
+  EXPECT_FALSE(f.engine->Busy());
+  RunResult run;
+  for (auto& s : streams) run.outcomes.push_back(s ? Drain(*s) : Outcome{});
+  f.engine->Stop();  // takes a pass still in flight
+  run.stats = f.engine->stats();
+  EXPECT_EQ(f.engine->kv().free_blocks(), setup.n_blocks);
+  return run;
+}
+
+// A cancelled request: both runs schedule the same steps, but the pipelined engine has emitted
+// one step less when the cancellation lands (that step's pass is in flight and dropped). Its
+// tokens are a prefix of the plain run's, at most one shorter per choice; a cancellation that
+// came as the plain run emitted the last token ends the pipelined one as cancelled.
+void ExpectCancelledPrefix(const Outcome& got, const Outcome& want, size_t i) {
+  EXPECT_EQ(got.finish.size(), want.finish.size()) << "request " << i;
+  for (const auto& [index, reason] : got.finish) {
+    const auto& g = got.tokens.count(index) ? got.tokens.at(index) : std::vector<int32_t>{};
+    const auto& w = want.tokens.count(index) ? want.tokens.at(index) : std::vector<int32_t>{};
+    ASSERT_LE(g.size(), w.size()) << "request " << i << " choice " << index;
+    EXPECT_LE(w.size() - g.size(), 1u) << "request " << i << " choice " << index;
+    EXPECT_TRUE(std::equal(g.begin(), g.end(), w.begin())) << "request " << i << " choice " << index;
+    if (reason != FinishReason::kCancelled) {
+      EXPECT_EQ(reason, want.finish.at(index)) << "request " << i;
+    }
+  }
+}
+
+// Runs the workload both ways and compares every request's events.
+RunResult ExpectSameAsUnpipelined(const EngineSetup& setup, const std::vector<Arrival>& arrivals,
+                            const std::vector<Cancellation>& cancels = {}) {
+  const RunResult plain = RunWorkload(setup, EngineOptions::Pipeline::kOff, arrivals, cancels);
+  const RunResult piped = RunWorkload(setup, EngineOptions::Pipeline::kOn, arrivals, cancels);
+  EXPECT_EQ(plain.stats.queued_steps, 0);
+  EXPECT_GT(piped.stats.queued_steps, 0) << "nothing was pipelined: the comparison would be vacuous";
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    const bool cancelled = std::any_of(cancels.begin(), cancels.end(), [i](const Cancellation& c) { return c.which == i; });
+    if (cancelled) {
+      ExpectCancelledPrefix(piped.outcomes[i], plain.outcomes[i], i);
+    } else {
+      ExpectSame(piped.outcomes[i], plain.outcomes[i], i);
+    }
+  }
+  if (cancels.empty()) {
+    EXPECT_EQ(piped.stats.generated_tokens, plain.stats.generated_tokens);
+  }
+  return piped;
+}
+
+int32_t Vocab() {
+  static const int32_t n = Make(EngineSetup{}).model->config().n_vocab;
+  return n;
+}
+
+TEST(EnginePipelineTest, GreedyBatchesAcrossChunkedPrefillAndLateArrivals) {
+  std::vector<Arrival> a;
+  for (int i = 0; i < 6; ++i) a.push_back({3 * i, Greedy(Prompt(20 + 37 * i, i, Vocab()), 12 + 3 * i)});
+  EngineSetup s;
+  s.max_batch_tokens = 40;  // long prompts go in chunks next to pipelined decode steps
+  const RunResult r = ExpectSameAsUnpipelined(s, a);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(r.outcomes[i].finish.at(0), FinishReason::kLength);
+    EXPECT_EQ(r.outcomes[i].tokens.at(0).size(), static_cast<size_t>(a[i].request.max_tokens));
+  }
+}
+
+TEST(EnginePipelineTest, PreemptionOfSequencesWhoseTokenIsInFlight) {
+  std::vector<Arrival> a;
+  for (int i = 0; i < 5; ++i) a.push_back({0, Greedy(Prompt(30 + 11 * i, 100 + i, Vocab()), 40)});
+  EngineSetup s;
+  s.n_blocks = 12;  // 192 slots for 5 sequences of ~70-110 tokens: preempts while decoding
+  const RunResult r = ExpectSameAsUnpipelined(s, a);
+  EXPECT_GT(r.stats.preemptions, 0);
+}
+
+TEST(EnginePipelineTest, PrefixCacheHitsOnBlocksCommittedBeforeTheirPassIsTaken) {
+  const auto shared = Prompt(70, 7, Vocab());
+  std::vector<Arrival> a;
+  for (int i = 0; i < 5; ++i) {
+    auto p = shared;
+    const auto tail = Prompt(3 + i, 50 + i, Vocab());
+    p.insert(p.end(), tail.begin(), tail.end());
+    a.push_back({4 * i, Greedy(p, 10)});
+  }
+  const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a);
+  EXPECT_GT(r.stats.prefix.hit_tokens, 0);
+}
+
+TEST(EnginePipelineTest, StopStringsAndEndTokensEndSequencesWithARowInFlight) {
+  // A stop string from the middle of a greedy text: found one step after the next pass was
+  // queued, whose row for the sequence is then dropped.
+  const RunResult probe = RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOff, {{0, Greedy(Prompt(20, 9, Vocab()), 30)}});
+  const std::string text = probe.outcomes[0].text.at(0);
+  ASSERT_GT(text.size(), 12u);
+  GenerationRequest stop = Greedy(Prompt(20, 9, Vocab()), 30);
+  stop.stop = {text.substr(text.size() / 2, 5)};
+  // An end-of-generation token made certain by a bias (logit_bias is not plain greedy: that
+  // request's steps run unpipelined while the others' are queued around it).
+  Fixture f = Make(EngineSetup{});
+  GenerationRequest eos = Greedy(Prompt(10, 1, Vocab()), 5);
+  eos.ignore_eos = false;
+  eos.sampling.logit_bias = {{f.tokenizer->vocab().eog.at(0), 1000.0f}};
+  std::vector<Arrival> a = {{0, stop}, {0, Greedy(Prompt(25, 3, Vocab()), 30)}, {6, eos}, {2, stop}};
+  const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a);
+  EXPECT_EQ(r.outcomes[0].finish.at(0), FinishReason::kStop);
+  EXPECT_LT(r.outcomes[0].tokens.at(0).size(), 30u);
+  EXPECT_EQ(r.outcomes[2].finish.at(0), FinishReason::kStop);
+  EXPECT_EQ(r.outcomes[2].completion_tokens.at(0), 1);
+}
+
+TEST(EnginePipelineTest, TheContextLimitParksASequenceBeforeItsLastTokenIsKnown) {
+  EngineSetup s;
+  s.n_ctx = 64;
+  std::vector<Arrival> a;
+  for (int i = 0; i < 3; ++i) {
+    GenerationRequest r = Greedy(Prompt(40 + 5 * i, 20 + i, Vocab()), -1);  // until the context is full
+    a.push_back({i, r});
+  }
+  const RunResult r = ExpectSameAsUnpipelined(s, a);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(r.outcomes[i].finish.at(0), FinishReason::kLength);
+    EXPECT_EQ(r.outcomes[i].tokens.at(0).size() + a[i].request.prompt.size(), 64u);
+  }
+}
+
+TEST(EnginePipelineTest, CancellationsWhileAPassIsInFlight) {
+  std::vector<Arrival> a;
+  for (int i = 0; i < 4; ++i) a.push_back({0, Greedy(Prompt(30 + 9 * i, 40 + i, Vocab()), 40)});
+  const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {{8, 1}, {15, 3}});
+  EXPECT_EQ(r.outcomes[1].finish.at(0), FinishReason::kCancelled);
+  EXPECT_EQ(r.outcomes[3].finish.at(0), FinishReason::kCancelled);
+  EXPECT_EQ(r.outcomes[0].finish.at(0), FinishReason::kLength);
+}
+
+TEST(EnginePipelineTest, RandomizedMixOfGreedySampledAndCancelled) {
+  EngineSetup s;
+  s.n_blocks = 20;
+  s.block_size = 8;
+  s.max_batch_tokens = 48;
+  s.max_running = 6;
+  std::mt19937 rng(11);
+  const auto shared = Prompt(24, 99, Vocab());
+  std::vector<Arrival> a;
+  std::vector<Cancellation> c;
+  for (int step = 0; step < 300; ++step) {
+    if (rng() % 3 == 0) {
+      auto p = rng() % 2 ? shared : std::vector<int32_t>{};
+      const auto tail = Prompt(1 + static_cast<int>(rng() % 40), static_cast<int>(rng()), Vocab());
+      p.insert(p.end(), tail.begin(), tail.end());
+      GenerationRequest r = Greedy(p, 1 + static_cast<int32_t>(rng() % 30));
+      if (rng() % 4 == 0) {
+        r.sampling.temperature = 0.7f;
+        r.sampling.seed = rng();
+      }
+      if (rng() % 5 == 0) r.n = 2;
+      a.push_back({step, r});
+    }
+    if (rng() % 12 == 0 && !a.empty()) c.push_back({step, rng() % a.size()});
+  }
+  const RunResult r = ExpectSameAsUnpipelined(s, a, c);
+  EXPECT_GT(r.stats.preemptions, 0);
+}
+
+}  // namespace
+}  // namespace herd
