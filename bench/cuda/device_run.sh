@@ -5,6 +5,8 @@
 #   bench/cuda/device_run.sh tests            GPU tests (forward pass vs CPU, every type)
 #   bench/cuda/device_run.sh models SHAPE TYPES...   bench-model rows: pp512 and tg128
 #   bench/cuda/device_run.sh engine SHAPE TYPE CONC  bench-engine: CONC parallel 512 in / 128 out
+#   bench/cuda/device_run.sh engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES]  bench-engine as above
+#                                  with VAR set to each of VALUES (default "0 1") in turn, ROUNDS times
 #   bench/cuda/device_run.sh ab SHAPE TYPE VAR [ROUNDS] [VALUES]  decode b=1 (tg128) with VAR set
 #                                  to each of VALUES (default "0 1") in turn, ROUNDS times (default 2)
 # Models are generated on the device (random weights, real shapes) into /tmp/models.
@@ -38,6 +40,15 @@ case "${1:-}" in
     m=$(model "$2" "$3")
     "$herd" bench-engine -m "$m" --device cuda --requests "$(( $4 * 2 ))" --concurrency "$4" --prompt-len 512 \
       --gen-len 128 --batch-tokens 8192 --json 2>&1 | tee -a "$OUT/bench_engine.jsonl" ;;
+  engine-ab)
+    m=$(model "$2" "$3")
+    for _ in $(seq "${6:-2}"); do
+      for v in ${7:-0 1}; do
+        r=$(env "$5=$v" "$herd" bench-engine -m "$m" --device cuda --requests "$(( $4 * 2 ))" --concurrency "$4" \
+          --prompt-len 512 --gen-len 128 --batch-tokens 8192 --json 2>&1 | tail -1)
+        echo "{\"model\": \"$2-$3\", \"concurrency\": $4, \"$5\": \"$v\", \"result\": $r}" | tee -a "$OUT/engine_ab.jsonl"
+      done
+    done ;;
   ab)
     m=$(model "$2" "$3")
     for _ in $(seq "${5:-2}"); do
@@ -46,6 +57,6 @@ case "${1:-}" in
         echo "{\"model\": \"$2-$3\", \"$4\": $v, \"result\": $r}" | tee -a "$OUT/ab.jsonl"
       done
     done ;;
-  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
+  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
      exit 2 ;;
 esac
