@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -299,6 +300,21 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
   Policy().max_splits.store(policy.max_splits);
 }
 
+static std::atomic<bool>& DecodeTcFlag() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("HERD_CUDA_ATTN_TC_DECODE");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }()};
+  return on;
+}
+
+void SetDecodeOnTensorCores(bool on) { DecodeTcFlag().store(on); }
+
+bool DecodeOnTensorCores(DType type, int head_dim, int group) {
+  return type == DType::kF16 && attn::DecodeTcApplies(head_dim, group) &&
+         DecodeTcFlag().load(std::memory_order_relaxed);
+}
+
 void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
                     float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream) {
   CheckCache(c);
@@ -334,9 +350,8 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   const int min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
   const int max_splits = Policy().max_splits.load(std::memory_order_relaxed);
   const int64_t units = b.n_tokens * c.n_kv_heads * p.head_chunks;
-  const int64_t ctas = std::max<int64_t>(
-      1, static_cast<int64_t>(std::max(num_sms, 1)) * Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 /
-             c.head_dim);
+  const int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(std::max(num_sms, 1)) *
+                                                Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim);
   const int64_t want = (ctas + units - 1) / units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
@@ -359,7 +374,11 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   switch (c.type) {
     case DType::kF16: {
       tc = b.n_tokens > 1 && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
-      LaunchF16(p, rows_small, b.n_tokens > 1 && !tc, static_cast<unsigned>(grid), stream);
+      if (DecodeOnTensorCores(c.type, c.head_dim, p.group) && (b.n_tokens == 1 || tc)) {
+        LaunchDecodeTcF16(p, static_cast<unsigned>(grid), stream);
+      } else {
+        LaunchF16(p, rows_small, b.n_tokens > 1 && !tc, static_cast<unsigned>(grid), stream);
+      }
       break;
     }
     case DType::kF32: LaunchF32(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;

@@ -60,7 +60,9 @@ void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q
 // consecutive positions (prefill) are cut into items of up to 16 query rows (tokens × heads).
 // Long contexts are split across up to 64 CTAs per item (flash-decoding, AttentionSplitPolicy),
 // merged by a second kernel. Softmax is online, in
-// fp32; products in fp32. The batch description (pos, seq, tables) is read before the previous
+// fp32; products in fp32, except on tensor cores (F16 caches: prefill runs with head_dim 64 /
+// 128, decode tokens with head_dim 64 unless SetDecodeOnTensorCores(false)), where q and the
+// softmax weights are rounded to f16. The batch description (pos, seq, tables) is read before the previous
 // kernel in the stream ends (programmatic dependent launch): it must come from host copies.
 // `num_sms`: the device's multiprocessor count (sizes the split).
 void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads, float scale,
@@ -79,5 +81,12 @@ struct AttentionSplitPolicy {
   int max_splits = 64;  // at most 64 (kMaxSplits)
 };
 void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
+
+// Decode tokens of F16 caches with head_dim 64 and GQA group <= 16 run on tensor cores
+// (attention_decode_tc.cu: q and the softmax weights rounded to f16, like prefill runs) while
+// this is on (process-wide; initially HERD_CUDA_ATTN_TC_DECODE != "0"); otherwise, and for
+// other shapes and KV types, on the SIMT kernel in fp32.
+void SetDecodeOnTensorCores(bool on);
+bool DecodeOnTensorCores(DType type, int head_dim, int group);
 
 }  // namespace herd::cuda

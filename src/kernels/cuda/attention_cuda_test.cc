@@ -8,9 +8,10 @@
 //  - per output row (one token, one head): ||out - ref|| / ||ref|| <= 1e-4. Both dequantize the
 //    same stored values and compute in fp32 (GPU) / double (reference); a missing, extra or
 //    wrong position changes a row by ~1/sqrt(context) >= 0.02 at the lengths used here.
-//    Prefill-run rows of F16 caches with head_dim 64 / 128 run on tensor cores with q and the
-//    softmax weights rounded to f16 (relative 2^-11 each; ~6e-4 rms on the scores here):
-//    bound 4e-3 for them, still 5× under the effect of one wrong position.
+//    Prefill-run rows of F16 caches with head_dim 64 / 128 (and decode rows with head_dim 64,
+//    group <= 16, unless SetDecodeOnTensorCores(false)) run on tensor cores with q and the softmax weights
+//    rounded to f16 (relative 2^-11 each; ~6e-4 rms on the scores here): bound 4e-3 for them,
+//    still 5× under the effect of one wrong position.
 //    Outputs are NaN-poisoned first; reading an unwritten slot would bring in NaN.
 // Batches: one decode token; many decode sequences of different lengths (crossing many blocks,
 // one 2100 long); a prefill chunk starting at position 70; a 300-token prefill from 0; a mixed
@@ -177,6 +178,7 @@ class CudaAttentionTest : public CudaBackendTest {
     // with head_dim 64 / 128 go through the tensor-core kernel, which rounds q and the softmax
     // weights to f16 (2^-11): a looser bound there.
     const bool tc = cfg.type == DType::kF16 && (cfg.head_dim == 64 || cfg.head_dim == 128) && cfg.group <= 64;
+    const bool tc_decode = DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group);
     double worst = 0, worst_tc = 0;
     int64_t worst_row = -1;
     for (int64_t r = 0; r < n_tok * n_heads; ++r) {
@@ -184,7 +186,7 @@ class CudaAttentionTest : public CudaBackendTest {
       const bool run = (tk > 0 && seq[tk - 1] == seq[tk] && pos[tk - 1] == pos[tk] - 1) ||
                        (tk + 1 < n_tok && seq[tk + 1] == seq[tk] && pos[tk + 1] == pos[tk] + 1);
       const double e = RelError(got.data() + r * cfg.head_dim, want.data() + r * cfg.head_dim, cfg.head_dim);
-      if (tc && run) {
+      if ((tc && run) || (tc_decode && !run)) {
         worst_tc = std::isnan(e) || e > worst_tc ? e : worst_tc;
         if (!(e <= 4e-3))
           ADD_FAILURE() << "tensor-core row " << r << " (token " << tk << ", pos " << pos[tk] << ") error " << e;
@@ -237,6 +239,12 @@ void Sweep(CudaAttentionTest* t, DType type) {
 }
 
 TEST_F(CudaAttentionTest, F16) { Sweep(this, DType::kF16); }
+// Decode tokens of F16 caches on the SIMT kernel (fp32 throughout) instead of tensor cores.
+TEST_F(CudaAttentionTest, F16DecodeWithoutTensorCores) {
+  SetDecodeOnTensorCores(false);
+  Sweep(this, DType::kF16);
+  SetDecodeOnTensorCores(true);
+}
 TEST_F(CudaAttentionTest, F32) { Sweep(this, DType::kF32); }
 TEST_F(CudaAttentionTest, Q8_0) { Sweep(this, DType::kQ8_0); }
 

@@ -1,0 +1,285 @@
+// Tensor-core paged attention for decode tokens over an F16 KV cache (head_dim 64, GQA group
+// <= 16): the query heads of one kv head are the 16 rows of one mma.sync m16n8k16 tile
+// (rows past the group are zero and never written), so K and V are read once per kv head.
+//
+// Same grid and split as the SIMT decode kernel (attention_kernel.cuh: one CTA per (token,
+// split, kv head), splits of whole 32-position tiles, partials merged by MergeSplitsKernel), but
+// inside a CTA the 4 warps work independently: the split's positions are cut into 16-position
+// chunks, warp w takes chunks w, w + 4, ..., and streams them through its own ring of
+// kDecodeStages shared-memory stages (cp.async, 16-byte pieces, slots through the block table;
+// rows padded by 16 bytes so ldmatrix is conflict-free) with no CTA-wide barrier. Per chunk:
+// S = Q·Kᵀ (16 rows × 16 positions, ldmatrix of K rows), online softmax on the accumulators,
+// P rounded to f16 as the A fragment of O += P·V (ldmatrix.trans of V rows). At the end the
+// 4 warps' (max, sum, O) are combined through shared memory. Numerics as the tensor-core prefill
+// kernel: q·scale·log2(e) and P in f16 (2^-11 relative), everything else fp32.
+// Cost: the K/V bytes of the context once per (token, kv head), ~4× fewer instructions than the
+// SIMT kernel: 128 sequences × 640 positions of llama-3.2-1B in 78 µs against 89 µs
+// (bench/results/cuda-pipeline-2026-11-25.md).
+#include <cuda_fp16.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
+
+namespace herd::cuda::attn {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kChunk = 16;        // positions per warp step (the k of P·V)
+constexpr int kDecodeStages = 2;  // 3 and 4 measured slower (fewer CTAs per SM)
+
+template <int HD>
+constexpr int kPitch = HD * 2 + 16;  // bytes per K/V row in shared memory
+template <int HD>
+constexpr int kStageBytes = 2 * kChunk* kPitch<HD>;  // K rows then V rows of one chunk
+// Shared memory: the warps' rings, reused at the end for the warps' O [4][16][HD] floats and
+// (max, sum) [4][16] float2.
+template <int HD>
+constexpr int kRingBytes = kWarps* kDecodeStages* kStageBytes<HD>;
+template <int HD>
+constexpr int kMergeBytes = kWarps * 16 * HD * 4 + kWarps * 16 * 8;
+template <int HD>
+constexpr int kSmem = kRingBytes<HD> > kMergeBytes<HD> ? kRingBytes<HD> : kMergeBytes<HD>;
+
+template <int HD>
+__global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel(const Params p) {
+  extern __shared__ float4 smem4[];
+  PdlTrigger();
+  uint8_t* smem = reinterpret_cast<uint8_t*>(smem4);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  int rest = blockIdx.x;  // ((t * head_chunks + hc) * s_max + split) * n_kv_heads + kvh, head_chunks == 1
+  const int kvh = rest % p.n_kv_heads;
+  rest /= p.n_kv_heads;
+  const int split = rest % p.s_max;
+  const int t = rest / p.s_max;
+  const int seq = p.seq[t], pos0 = p.pos[t];
+  if ((t > 0 && p.seq[t - 1] == seq && p.pos[t - 1] == pos0 - 1) ||
+      (t + 1 < p.n_tokens && p.seq[t + 1] == seq && p.pos[t + 1] == pos0 + 1)) {
+    return;  // part of a prefill run
+  }
+  // The split of positions [0, ctx), as the SIMT kernel computes it (RunItem).
+  const int ctx = pos0 + 1;
+  const int n_tiles = (ctx + kTile - 1) / kTile;
+  int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;
+  ns = ns < p.s_max ? ns : p.s_max;
+  const int tps = (n_tiles + ns - 1) / ns;
+  ns = (n_tiles + tps - 1) / tps;
+  if (split >= ns) return;
+  const int begin = split * tps * kTile;
+  const int end = min(ctx, begin + tps * kTile);
+  const int n_chunks = (end - begin + kChunk - 1) / kChunk;
+  const int mine = n_chunks > warp ? (n_chunks - warp + kWarps - 1) / kWarps : 0;  // chunks warp, warp + 4, ..
+  const int nh = p.group, h0 = kvh * p.group;
+  const int32_t* table = p.tables[seq];
+  uint8_t* ring = smem + warp * kDecodeStages * kStageBytes<HD>;
+
+  // Queues this lane's share of chunk `c` (16 positions × HD / 8 pieces, for K and V) into stage `st`.
+  constexpr int kPieces = HD / 8;
+  constexpr int kPerLane = kChunk * kPieces / 32;
+  auto issue = [&](int c, int st) {
+    uint8_t* kd = ring + st * kStageBytes<HD>;
+    uint8_t* vd = kd + kChunk * kPitch<HD>;
+    const int first = begin + c * kChunk;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int idx = lane + 32 * i, j = idx / kPieces, piece = idx % kPieces;
+      const int pp = first + j;
+      const bool ok = pp < end;
+      int64_t off = 0;
+      if (ok) {
+        const int lb = p.block_shift >= 0 ? pp >> p.block_shift : pp / p.block_size;
+        const int64_t slot = static_cast<int64_t>(table[lb]) * p.block_size + (pp - lb * p.block_size);
+        off = (slot * p.n_kv_heads + kvh) * p.vec_bytes + piece * 16;
+      }
+      CpAsync16(kd + j * kPitch<HD> + piece * 16, p.k + off, ok);
+      CpAsync16(vd + j * kPitch<HD> + piece * 16, p.v + off, ok);
+    }
+  };
+
+  PdlWait();  // K/V of this step and q come from the previous kernels
+  if (p.nsplit != nullptr && split == 0 && kvh == 0 && tid == 0) p.nsplit[t] = ns;
+#pragma unroll
+  for (int s = 0; s < kDecodeStages - 1; ++s) {
+    if (s < mine) issue(warp + kWarps * s, s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+
+  // Q fragments (rows ra = lane / 4 and rb = ra + 8, zero past the group); k-step kk: dims 16 kk ..
+  const int ra = lane / 4, rb = ra + 8;
+  uint32_t qf[HD / 16][4];
+  {
+    auto q_pair = [&](int r, int d) -> uint32_t {
+      if (r >= nh) return 0u;
+      const float2 v = *reinterpret_cast<const float2*>(p.q + (static_cast<int64_t>(t) * p.n_heads + h0 + r) * HD + d);
+      return PackHalf2(v.x * p.scale_log2, v.y * p.scale_log2);
+    };
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      const int d = kk * 16 + (lane % 4) * 2;
+      qf[kk][0] = q_pair(ra, d);
+      qf[kk][1] = q_pair(rb, d);
+      qf[kk][2] = q_pair(ra, d + 8);
+      qf[kk][3] = q_pair(rb, d + 8);
+    }
+  }
+  float o[HD / 8][4];
+#pragma unroll
+  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
+
+  for (int k = 0; k < mine; ++k) {
+    if (k + kDecodeStages - 1 < mine)
+      issue(warp + kWarps * (k + kDecodeStages - 1), (k + kDecodeStages - 1) % kDecodeStages);
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(kDecodeStages - 1));
+    __syncwarp();  // every lane's pieces of chunk k have landed
+    const uint8_t* ks = ring + (k % kDecodeStages) * kStageBytes<HD>;
+    const uint8_t* vs = ks + kChunk * kPitch<HD>;
+
+    // S = Q Kᵀ: two n-tiles of 8 positions.
+    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      // lanes 0-7: positions i at dims kk*16; 8-15: same positions, +8 dims; 16-31: positions +8.
+      const int row = (lane & 7) + ((lane >> 4) << 3);
+      const int col = kk * 16 + ((lane >> 3) & 1) * 8;
+      uint32_t b[4];
+      LdMatrixX4(b, ks + row * kPitch<HD> + col * 2);
+      Mma(s[0], qf[kk], b[0], b[1]);
+      Mma(s[1], qf[kk], b[2], b[3]);
+    }
+    // Positions past the split's end (zero-filled) are masked; a row spans the 4 lanes of a quad.
+    const int base = begin + (warp + kWarps * k) * kChunk + (lane % 4) * 2;
+    float mx_a = -INFINITY, mx_b = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (base + nt * 8 + e >= end) s[nt][e] = s[nt][2 + e] = -INFINITY;
+        mx_a = fmaxf(mx_a, s[nt][e]);
+        mx_b = fmaxf(mx_b, s[nt][2 + e]);
+      }
+    }
+#pragma unroll
+    for (int o2 = 1; o2 < 4; o2 <<= 1) {
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, o2));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, o2));
+    }
+    // A chunk holds at least one position before `end`, so the new maxima are finite.
+    const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
+    const float al_a = exp2f(m_a - mn_a), al_b = exp2f(m_b - mn_b);  // 0 on the first chunk
+    m_a = mn_a;
+    m_b = mn_b;
+    uint32_t pf[4];  // P as the A fragment of the 16-position k-step
+    float sum_a = 0.f, sum_b = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const float p0 = exp2f(s[nt][0] - mn_a), p1 = exp2f(s[nt][1] - mn_a);
+      const float p2 = exp2f(s[nt][2] - mn_b), p3 = exp2f(s[nt][3] - mn_b);
+      sum_a += p0 + p1;
+      sum_b += p2 + p3;
+      pf[nt * 2] = PackHalf2(p0, p1);
+      pf[nt * 2 + 1] = PackHalf2(p2, p3);
+    }
+#pragma unroll
+    for (int o2 = 1; o2 < 4; o2 <<= 1) {
+      sum_a += __shfl_xor_sync(0xffffffffu, sum_a, o2);
+      sum_b += __shfl_xor_sync(0xffffffffu, sum_b, o2);
+    }
+    l_a = l_a * al_a + sum_a;
+    l_b = l_b * al_b + sum_b;
+    // O = O * alpha + P V: n-tiles of 8 dims, two per ldmatrix.x4.trans.
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; nt += 2) {
+      o[nt][0] *= al_a;
+      o[nt][1] *= al_a;
+      o[nt][2] *= al_b;
+      o[nt][3] *= al_b;
+      o[nt + 1][0] *= al_a;
+      o[nt + 1][1] *= al_a;
+      o[nt + 1][2] *= al_b;
+      o[nt + 1][3] *= al_b;
+      // lanes 0-7: positions i at dims nt*8; 8-15: positions +8; 16-31: dims +8.
+      const int row = (lane & 7) + (((lane >> 3) & 1) << 3);
+      const int col = nt * 8 + ((lane >> 4) << 3);
+      uint32_t b[4];
+      LdMatrixX4Trans(b, vs + row * kPitch<HD> + col * 2);
+      Mma(o[nt], pf, b[0], b[1]);
+      Mma(o[nt + 1], pf, b[2], b[3]);
+    }
+    __syncwarp();  // the stage is refilled by a later issue
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::);
+  __syncthreads();  // every warp is done with its ring: reuse it for the merge
+
+  // Each warp's unnormalised O rows and (max, sum); a warp without chunks leaves (-inf, 0, 0).
+  float* ow = reinterpret_cast<float*>(smem);                     // [4][16][HD]
+  float2* ml = reinterpret_cast<float2*>(ow + kWarps * 16 * HD);  // [4][16]
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = half == 0 ? ra : rb;
+    if (r >= nh) continue;
+    float* dst = ow + (warp * 16 + r) * HD;
+#pragma unroll
+    for (int nt = 0; nt < HD / 8; ++nt) {
+      *reinterpret_cast<float2*>(dst + nt * 8 + (lane % 4) * 2) = make_float2(o[nt][2 * half], o[nt][2 * half + 1]);
+    }
+    if (lane % 4 == 0) ml[warp * 16 + r] = half == 0 ? make_float2(m_a, l_a) : make_float2(m_b, l_b);
+  }
+  __syncthreads();
+  for (int i = tid; i < nh * HD; i += kWarps * 32) {
+    const int r = i / HD, d = i - r * HD;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, ml[w * 16 + r].x);  // finite: warp 0 has a chunk
+    float l = 0.f, acc = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float2 x = ml[w * 16 + r];
+      const float f = x.y > 0.f ? exp2f(x.x - m) : 0.f;
+      l += x.y * f;
+      acc += ow[(w * 16 + r) * HD + d] * f;
+    }
+    const float out = l > 0.f ? acc / l : 0.f;
+    const int64_t th = static_cast<int64_t>(t) * p.n_heads + h0 + r;  // token * n_heads + head
+    if (ns == 1) {
+      p.out[th * HD + d] = out;
+    } else {
+      const int64_t slot = th * p.s_max + split;
+      p.part_o[slot * HD + d] = out;
+      if (d == 0) p.part_ml[slot] = make_float2(m, l);
+    }
+  }
+}
+
+template <int HD>
+void Launch(const Params& p, unsigned grid, cudaStream_t stream) {
+  static std::atomic<uint64_t> raised{0};
+  int dev = 0;
+  HERD_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t{1} << (dev & 63);
+  if ((raised.load(std::memory_order_relaxed) & bit) == 0) {
+    HERD_CUDA_CHECK(cudaFuncSetAttribute(DecodeTcKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem<HD>));
+    raised.fetch_or(bit);
+  }
+  LaunchPdl(DecodeTcKernel<HD>, grid, kWarps * 32, kSmem<HD>, stream, p);
+}
+
+}  // namespace
+
+// head_dim 128 (an instance of the same template) measured slower than the SIMT kernel on H100 at
+// every batch (128 × 640 positions: 142 vs 136 µs; one sequence × 4096: 27 vs 19 µs): its 168
+// registers and 70 KB of shared memory leave 3 CTAs per SM, hence more waves; not used.
+bool DecodeTcApplies(int head_dim, int group) { return head_dim == 64 && group <= 16; }
+
+void LaunchDecodeTcF16(const Params& p, unsigned grid, cudaStream_t stream) {
+  HERD_CHECK(DecodeTcApplies(p.head_dim, p.group) && p.head_chunks == 1);
+  Launch<64>(p, grid, stream);
+}
+
+}  // namespace herd::cuda::attn
