@@ -350,8 +350,13 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   const int min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
   const int max_splits = Policy().max_splits.load(std::memory_order_relaxed);
   const int64_t units = b.n_tokens * c.n_kv_heads * p.head_chunks;
+  // The tensor-core decode kernel's 4 warps stream chunks of their own: a CTA there does what 4 SIMT
+  // CTAs do, so it wants a quarter as many (1B shape on H100: 10-25% faster than the SIMT target
+  // from 1 to 128 sequences, bench/results/cuda-pipeline-2026-11-25.md).
+  const bool decode_tc = DecodeOnTensorCores(c.type, c.head_dim, p.group);
   const int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(std::max(num_sms, 1)) *
-                                                Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim);
+                                                Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim /
+                                                (decode_tc ? 4 : 1));
   const int64_t want = (ctas + units - 1) / units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
@@ -374,7 +379,7 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   switch (c.type) {
     case DType::kF16: {
       tc = b.n_tokens > 1 && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
-      if (DecodeOnTensorCores(c.type, c.head_dim, p.group) && (b.n_tokens == 1 || tc)) {
+      if (decode_tc && (b.n_tokens == 1 || tc)) {
         LaunchDecodeTcF16(p, static_cast<unsigned>(grid), stream);
       } else {
         LaunchF16(p, rows_small, b.n_tokens > 1 && !tc, static_cast<unsigned>(grid), stream);

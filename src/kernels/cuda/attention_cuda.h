@@ -73,7 +73,8 @@ void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const
 // item = min(max_splits, ceil(num_sms * ctas_per_sm * 64 / head_dim / items),
 // ceil(context tiles / min_tiles)), tiles of 32 positions: ctas_per_sm is the figure for
 // head_dim 64 and scales down with wider heads, whose CTAs carry more work each (head_dim 128:
-// 6 per SM; bench/results/cuda-quant-tc-2026-11-24.md, "Attention split policy").
+// 6 per SM; bench/results/cuda-quant-tc-2026-11-24.md, "Attention split policy"), and is
+// divided by 4 where decode runs on tensor cores (SetDecodeOnTensorCores).
 // HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES:MAX_SPLITS sets the initial policy.
 struct AttentionSplitPolicy {
   int ctas_per_sm = 12;  // at head_dim 64
