@@ -89,10 +89,10 @@ size_t RegisterModels(const ServeOptions& o, const server::ModelInstanceOptions&
   if (o.aliases.size() > o.models.size()) Fail("--alias given more often than -m");
   std::vector<ModelSpec> specs;
   for (size_t i = 0; i < o.models.size(); ++i) {
-    specs.push_back({o.models[i], i < o.aliases.size() ? o.aliases[i] : "", {}, {}, {}, {}, {}, {}});
+    specs.push_back({o.models[i], i < o.aliases.size() ? o.aliases[i] : "", {}, {}, {}, {}, {}, {}, {}});
   }
   specs.insert(specs.end(), o.model_specs.begin(), o.model_specs.end());
-  if (specs.empty() && o.models_dirs.empty()) specs.push_back({DemoModelPathOrFail(), "", {}, {}, {}, {}, {}, {}});
+  if (specs.empty() && o.models_dirs.empty()) specs.push_back({DemoModelPathOrFail(), "", {}, {}, {}, {}, {}, {}, {}});
   for (size_t i = 0; i < specs.size(); ++i) {
     const ModelSpec& spec = specs[i];
     server::ModelInstanceOptions mo = defaults;
@@ -105,6 +105,7 @@ size_t RegisterModels(const ServeOptions& o, const server::ModelInstanceOptions&
     auto entry = server::FileEntry(spec.path, spec.alias, mo);
     if (!entry.ok()) Fail(entry.status().message());
     entry->preload = true;
+    for (const std::string& d : spec.devices) entry->devices.push_back(DeviceOrFail("devices of " + spec.path, d));
     if (i == 0) entry->load.prefix_cache_file = o.prefix_cache_file;
     // Fail fast on a file that is not a loadable GGUF, before serving.
     auto estimate = server::ModelInstance::EstimateMemory(entry->load);

@@ -39,6 +39,15 @@ ModelSpec ReadModel(const std::string& path, const toml::table& t, size_t index)
   for (const auto& [k, v] : t) {
     const std::string key(k.str());
     const std::string name = where + "." + key;
+    if (key == "devices") {  // replicas: one instance per device
+      const toml::array* list = v.as_array();
+      if (list == nullptr || list->empty()) Bad(path, name, "expected a non-empty array of device names");
+      for (const auto& item : *list) {
+        if (!item.is_string()) Bad(path, name, "expected an array of device names (\"cpu\", \"cuda:N\")");
+        m.devices.push_back(*item.value<std::string>());
+      }
+      continue;
+    }
     auto text = ScalarText(v);
     if (!text) Bad(path, name, "expected a string, number or boolean");
     const auto integer = [&]() -> int {
@@ -62,10 +71,12 @@ ModelSpec ReadModel(const std::string& path, const toml::table& t, size_t index)
     } else if (key == "device") {
       m.device = *text;
     } else {
-      Bad(path, name, "unknown key (known: path, alias, ctx, threads, batch_tokens, kv_type, kv_budget, device)");
+      Bad(path, name,
+          "unknown key (known: path, alias, ctx, threads, batch_tokens, kv_type, kv_budget, device, devices)");
     }
   }
   if (m.path.empty()) Bad(path, where, "needs a path");
+  if (m.device && !m.devices.empty()) Bad(path, where, "takes device or devices, not both");
   return m;
 }
 

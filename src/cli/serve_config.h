@@ -19,6 +19,7 @@ struct ModelSpec {
   std::string alias;
   std::optional<int> ctx, threads, batch_tokens;
   std::optional<std::string> kv_type, kv_budget, device;
+  std::vector<std::string> devices;  // replicas: one instance per device
 };
 
 // Gives every long option of `cmd` (except --help and --config) the environment variable

@@ -85,6 +85,20 @@ TEST_F(ServeConfigTest, ModelTables) {
   EXPECT_EQ(models[1].kv_budget, "1GiB");
   EXPECT_EQ(models[1].threads, 2);
   EXPECT_EQ(models[1].batch_tokens, 64);
+  EXPECT_TRUE(models[1].devices.empty());
+}
+
+TEST_F(ServeConfigTest, ModelReplicasOnDevices) {
+  const auto models = Apply("[[model]]\npath = \"/m/a.gguf\"\ndevices = [\"cuda:0\", \"cuda:1\"]\n");
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0].devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_FALSE(models[0].device.has_value());
+  EXPECT_NE(Error("[[model]]\npath = \"x\"\ndevices = []\n").find("'model[0].devices': expected a non-empty array"),
+            std::string::npos);
+  EXPECT_NE(Error("[[model]]\npath = \"x\"\ndevices = [1]\n").find("'model[0].devices'"), std::string::npos);
+  EXPECT_NE(Error("[[model]]\npath = \"x\"\ndevice = \"cpu\"\ndevices = [\"cpu\"]\n")
+                .find("'model[0]': takes device or devices, not both"),
+            std::string::npos);
 }
 
 TEST_F(ServeConfigTest, ErrorsNameTheFileAndTheKey) {

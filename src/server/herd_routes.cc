@@ -70,6 +70,11 @@ json ModelStatusJson(const ModelStatus& st) {
       {"expires_at", nullptr},
   };
   if (!st.entry.digest.empty()) j["digest"] = st.entry.digest;
+  j["device"] = st.entry.load.device.ToString();
+  if (st.replicas > 1) {  // one element per replica of the name
+    j["replica"] = st.replica;
+    j["replicas"] = st.replicas;
+  }
   if (st.state == ModelState::kLoaded) {
     j["loaded_at"] = st.loaded_at;
     // Unix seconds of the idle unload; null while in use; "never" when kept loaded.

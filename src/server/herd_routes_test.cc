@@ -259,6 +259,63 @@ TEST(HerdRoutesTest, Status) {
   EXPECT_EQ(engine["requests_finished"]["length"].get<int>() + engine["requests_finished"]["stop"].get<int>(), 1);
 }
 
+// A model with two replicas (both on the CPU here): a request goes to the idle replica while the
+// other is held; /v1/status lists each replica, /metrics labels each replica's series.
+TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
+  ModelRegistry* registry = nullptr;
+  auto server = std::make_unique<testing::ServerHarness>(
+      [&](Router& r, ModelRegistry& m) {
+        registry = &m;
+        ModelInstanceOptions o;
+        o.threads = 1;
+        o.n_ctx = 256;
+        auto entry = FileEntry(testing::TestModelPath("tiny", "F32"), "tiny", o);
+        ASSERT_TRUE(entry.ok());
+        entry->preload = true;
+        entry->devices = {DeviceSpec{}, DeviceSpec{}};
+        ASSERT_TRUE(m.Register(*entry));
+        m.Start();
+        AddOpenAiRoutes(r, m, nullptr);
+        AddHerdRoutes(r, m, {});
+      },
+      /*with_model=*/false);
+  for (int i = 0; i < 600 && registry->Loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::promise<ModelLease> held;
+  registry->Acquire("tiny", std::nullopt, [&](ModelLease l, const api::ApiError&) { held.set_value(std::move(l)); });
+  ModelLease first = held.get_future().get();  // replica 0 is busy now
+  ASSERT_NE(first, nullptr);
+  ASSERT_EQ(server->Call("POST", "/v1/chat/completions", Chat("Hi", 3)).status, 200);  // served by replica 1
+  const json status = json::parse(server->Call("GET", "/v1/status").body);
+  ASSERT_EQ(status["models"].size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const json& m = status["models"][k];
+    EXPECT_EQ(m["name"], "tiny");
+    EXPECT_EQ(m["replica"], k);
+    EXPECT_EQ(m["replicas"], 2);
+    EXPECT_EQ(m["device"], "cpu");
+    EXPECT_EQ(m["state"], "loaded");
+  }
+  EXPECT_EQ(status["models"][0]["active_requests"], 1);
+  testing::Exposition e;
+  std::string error;
+  for (int i = 0; i < 600; ++i) {  // the engine publishes its counters at the end of its step
+    e = {};
+    ASSERT_TRUE(testing::ParseExposition(server->Call("GET", "/metrics").body, &e, &error)) << error;
+    if (e.samples["vllm:request_success_total{model_name=\"tiny\",replica=\"1\",finished_reason=\"length\"}"] +
+            e.samples["vllm:request_success_total{model_name=\"tiny\",replica=\"1\",finished_reason=\"stop\"}"] ==
+        1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(Sample(e, "vllm:generation_tokens_total{model_name=\"tiny\",replica=\"1\"}"), 0);
+  EXPECT_EQ(Sample(e, "vllm:generation_tokens_total{model_name=\"tiny\",replica=\"0\"}"), 0);
+  EXPECT_GT(Sample(e, "herd_model_memory_bytes{model_name=\"tiny\",replica=\"0\"}"), 0);
+  EXPECT_EQ(Sample(e, "herd_models_loaded"), 2);
+  first.reset();
+  server.reset();
+}
+
 TEST(HerdRoutesTest, TokenizeDetokenizeRoundTrip) {
   Harness s;
   const ModelLease model = s.Model();

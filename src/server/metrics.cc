@@ -9,9 +9,15 @@ namespace herd::server {
 namespace {
 
 struct ModelSample {
-  std::string name;
+  MetricLabels labels;  // model_name, and replica where the model has several
   EngineMetricsSnapshot m;
 };
+
+MetricLabels ModelLabels(const ModelStatus& st) {
+  MetricLabels l = {{"model_name", st.entry.name}};
+  if (st.replicas > 1) l.push_back({"replica", std::to_string(st.replica)});
+  return l;
+}
 
 constexpr FinishReason kReasons[] = {FinishReason::kStop, FinishReason::kLength, FinishReason::kCancelled,
                                      FinishReason::kError};
@@ -40,19 +46,19 @@ std::string RenderMetrics(const ModelRegistry& models, const HttpMetrics* http) 
   std::vector<ModelSample> samples;
   for (const ModelStatus& st : status) {
     if (!st.entry.load.metrics) continue;
-    ModelSample s{st.entry.name, st.entry.load.metrics->Snapshot()};
+    ModelSample s{ModelLabels(st), st.entry.load.metrics->Snapshot()};
     if (Active(st, s.m)) samples.push_back(std::move(s));
   }
   PrometheusWriter w;
   using Value = std::function<double(const EngineMetricsSnapshot&)>;
   const auto per_model = [&](const char* name, const char* type, const char* help, const Value& value) {
     w.Family(name, type, help);
-    for (const ModelSample& s : samples) w.Sample(name, {{"model_name", s.name}}, value(s.m));
+    for (const ModelSample& s : samples) w.Sample(name, s.labels, value(s.m));
   };
   using HistogramOf = std::function<const HistogramSnapshot&(const EngineMetricsSnapshot&)>;
   const auto histogram = [&](const char* name, const char* help, const HistogramOf& of) {
     w.Family(name, "histogram", help);
-    for (const ModelSample& s : samples) w.Histogram(name, {{"model_name", s.name}}, of(s.m));
+    for (const ModelSample& s : samples) w.Histogram(name, s.labels, of(s.m));
   };
   const auto i64 = [](int64_t v) { return static_cast<double>(v); };
 
@@ -75,8 +81,9 @@ std::string RenderMetrics(const ModelRegistry& models, const HttpMetrics* http) 
   w.Family("vllm:request_success_total", "counter", "Count of successfully processed requests.");
   for (const ModelSample& s : samples) {
     for (FinishReason r : kReasons) {
-      w.Sample("vllm:request_success_total", {{"model_name", s.name}, {"finished_reason", VllmFinishReason(r)}},
-               i64(s.m.finished[static_cast<size_t>(r)]));
+      MetricLabels labels = s.labels;
+      labels.push_back({"finished_reason", VllmFinishReason(r)});
+      w.Sample("vllm:request_success_total", labels, i64(s.m.finished[static_cast<size_t>(r)]));
     }
   }
   histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
@@ -110,7 +117,7 @@ std::string RenderMetrics(const ModelRegistry& models, const HttpMetrics* http) 
   w.Family("herd_model_memory_bytes", "gauge", "Memory a loading or loaded model holds: weights and KV pool.");
   for (const ModelStatus& st : status) {
     if (st.state == ModelState::kUnloaded) continue;
-    w.Sample("herd_model_memory_bytes", {{"model_name", st.entry.name}}, static_cast<double>(st.memory_bytes));
+    w.Sample("herd_model_memory_bytes", ModelLabels(st), static_cast<double>(st.memory_bytes));
   }
   return w.text();
 }

@@ -28,6 +28,9 @@ struct ModelEntry {
   std::string digest;         // "sha256:<hex>" for Ollama blobs, else empty
   ModelSource source = ModelSource::kFile;
   bool preload = false;  // load at start and keep loaded (models named with -m)
+  // Replicas: one instance per device (two GPUs, or a device named twice), requests routed to
+  // the least busy (replica_picker.h). Empty: one instance on load.device.
+  std::vector<DeviceSpec> devices;
 };
 
 // An entry for one GGUF file; `name` empty: the file name without ".gguf". Errors: NotFound.

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "server/replica_picker.h"
 
 namespace herd::server {
 
@@ -21,7 +22,17 @@ struct ModelRegistry::Slot {
   std::optional<Clock::time_point> expires;  // idle deadline while loaded and idle; nullopt: never
   int64_t loaded_at = 0;
   std::vector<Waiter> waiters;
+  int32_t replica = 0;                       // index among the name's replicas
+  std::vector<std::unique_ptr<Slot>> extra;  // replicas 1.. (in replica 0's slot only)
 };
+
+template <typename F>
+void ModelRegistry::ForEachSlot(F&& f) const {
+  for (const auto& [name, s] : slots_) {
+    f(s.get());
+    for (const auto& r : s->extra) f(r.get());
+  }
+}
 
 namespace {
 
@@ -53,30 +64,43 @@ ModelRegistry::~ModelRegistry() {
   std::vector<std::unique_ptr<ModelInstance>> instances;
   {
     std::lock_guard lock(mu_);
-    for (auto& [name, s] : slots_) {
+    ForEachSlot([&](Slot* s) {
       if (s->instance) instances.push_back(std::move(s->instance));
-    }
+    });
     for (auto& s : retired_) {
       if (s->instance) instances.push_back(std::move(s->instance));
     }
   }
   instances.clear();
-  for (auto& [name, s] : slots_) HERD_CHECK_MSG(s->active == 0, "a model lease outlived the registry");
+  ForEachSlot([](Slot* s) { HERD_CHECK_MSG(s->active == 0, "a model lease outlived the registry"); });
   HERD_CHECK_MSG(retired_.empty(), "a lease on a deleted model outlived the registry");
 }
 
 bool ModelRegistry::Register(ModelEntry entry) {
-  auto slot = std::make_unique<Slot>();
-  auto estimate = ModelInstance::EstimateMemory(entry.load);
-  slot->bytes = estimate.ok() ? *estimate : entry.size_bytes;
-  slot->keep_alive_s = entry.preload ? -1.0 : options_.default_keep_alive_s;
-  slot->entry = std::move(entry);
+  const size_t n = std::max<size_t>(1, entry.devices.size());
+  std::vector<std::unique_ptr<Slot>> replicas;
+  for (size_t i = 0; i < n; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->entry = entry;
+    if (!entry.devices.empty()) slot->entry.load.device = entry.devices[i];
+    slot->replica = static_cast<int32_t>(i);
+    auto estimate = ModelInstance::EstimateMemory(slot->entry.load);
+    slot->bytes = estimate.ok() ? *estimate : entry.size_bytes;
+    slot->keep_alive_s = entry.preload ? -1.0 : options_.default_keep_alive_s;
+    if (i > 0) slot->entry.load.metrics = std::make_shared<EngineMetrics>();  // its own engine's
+    replicas.push_back(std::move(slot));
+  }
   std::lock_guard lock(mu_);
-  auto& place = slots_[slot->entry.name];
-  if (place && place->state != ModelState::kUnloaded) return false;
+  auto& place = slots_[entry.name];
+  if (place) {
+    bool idle = place->state == ModelState::kUnloaded;
+    for (const auto& r : place->extra) idle = idle && r->state == ModelState::kUnloaded;
+    if (!idle) return false;
+  }
   // The name's metrics (an entry copied from another name must not share that one's).
-  slot->entry.load.metrics = place ? place->entry.load.metrics : std::make_shared<EngineMetrics>();
-  place = std::move(slot);
+  replicas[0]->entry.load.metrics = place ? place->entry.load.metrics : std::make_shared<EngineMetrics>();
+  for (size_t i = 1; i < n; ++i) replicas[0]->extra.push_back(std::move(replicas[i]));
+  place = std::move(replicas[0]);
   return true;
 }
 
@@ -85,6 +109,18 @@ bool ModelRegistry::Unregister(const std::string& name) {
   auto it = slots_.find(name);
   if (it == slots_.end() || it->second->fixed || it->second->state == ModelState::kLoading) return false;
   Slot* s = it->second.get();
+  if (!s->extra.empty()) {  // replicas: only when none is loading or in use
+    bool idle = s->active == 0;
+    for (const auto& r : s->extra) idle = idle && r->active == 0 && r->state != ModelState::kLoading;
+    if (!idle) return false;
+    for (auto& r : s->extra) {
+      if (r->state == ModelState::kLoaded) {
+        unload_.push_back(std::move(r->instance));
+        reserved_bytes_ -= r->bytes;
+        --n_resident_;
+      }
+    }
+  }
   if (s->active > 0) {  // serving: the name goes now, the model when its requests end (Release)
     s->retired = true;
     retired_.push_back(std::move(it->second));
@@ -123,16 +159,16 @@ void ModelRegistry::AddLoaded(std::unique_ptr<ModelInstance> model) {
 void ModelRegistry::Start() {
   std::lock_guard lock(mu_);
   if (loader_.joinable()) return;
-  for (auto& [name, s] : slots_) {
-    if (!s->entry.preload || s->state != ModelState::kUnloaded) continue;
+  ForEachSlot([&](Slot* s) {
+    if (!s->entry.preload || s->state != ModelState::kUnloaded) return;
     api::ApiError error;
-    if (!Reserve(s.get(), &error)) {
-      HERD_LOG(kWarn, "%s: not preloaded: %s", name.c_str(), error.message.c_str());
-      continue;
+    if (!Reserve(s, &error)) {
+      HERD_LOG(kWarn, "%s: not preloaded: %s", s->entry.name.c_str(), error.message.c_str());
+      return;
     }
     s->state = ModelState::kLoading;
-    load_queue_.push_back(s.get());
-  }
+    load_queue_.push_back(s);
+  });
   loader_ = std::thread([this] { Run(); });
 }
 
@@ -165,8 +201,10 @@ std::vector<ModelStatus> ModelRegistry::Status() const {
   const auto now = Clock::now();
   const int64_t unix_now = UnixNow();
   std::vector<ModelStatus> out;
-  for (const auto& [name, s] : slots_) {
+  ForEachSlot([&](const Slot* s) {
     ModelStatus st;
+    st.replica = s->replica;
+    st.replicas = static_cast<int32_t>(std::max<size_t>(1, s->entry.devices.size()));
     st.entry = s->entry;
     st.state = s->state;
     st.active_leases = s->active;
@@ -180,30 +218,33 @@ std::vector<ModelStatus> ModelRegistry::Status() const {
                           : unix_now + std::chrono::duration_cast<std::chrono::seconds>(*s->expires - now).count();
     }
     out.push_back(std::move(st));
-  }
+  });
   return out;
 }
 
 bool ModelRegistry::Loading() const {
   std::lock_guard lock(mu_);
-  for (const auto& [name, s] : slots_) {
-    if (s->entry.preload && s->state == ModelState::kLoading) return true;
-  }
-  return false;
+  bool loading = false;
+  ForEachSlot([&](const Slot* s) { loading = loading || (s->entry.preload && s->state == ModelState::kLoading); });
+  return loading;
 }
 
 bool ModelRegistry::UnloadWhenIdle(const std::string& name) {
   std::lock_guard lock(mu_);
-  Slot* s = FindSlot(name);
-  if (s == nullptr) return false;
-  if (s->state == ModelState::kLoaded && !s->fixed) {
-    if (s->active == 0) {
-      s->expires = Clock::now();
-    } else {
-      s->unload_when_idle = true;
+  Slot* g = FindSlot(name);
+  if (g == nullptr) return false;
+  std::vector<Slot*> replicas = {g};
+  for (auto& r : g->extra) replicas.push_back(r.get());
+  for (Slot* s : replicas) {
+    if (s->state == ModelState::kLoaded && !s->fixed) {
+      if (s->active == 0) {
+        s->expires = Clock::now();
+      } else {
+        s->unload_when_idle = true;
+      }
     }
-    cv_.notify_all();
   }
+  cv_.notify_all();
   return true;
 }
 
@@ -229,6 +270,37 @@ void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_
   if (s == nullptr) {
     lock.unlock();
     return done(nullptr, {api::ErrorKind::kNotFound, "model '" + name + "' not found", "model", "model_not_found"});
+  }
+  if (!s->extra.empty()) {  // replicas: the least busy one; load another when all are busy
+    std::vector<Slot*> replicas = {s};
+    for (auto& r : s->extra) replicas.push_back(r.get());
+    std::vector<ReplicaView> views;
+    for (const Slot* r : replicas) views.push_back({r->state, r->active, r->waiters.size()});
+    const ReplicaChoice c = PickReplica(views);
+    if (c.load >= 0) {
+      Slot* l = replicas[c.load];
+      api::ApiError error;
+      if (Reserve(l, &error)) {
+        l->state = ModelState::kLoading;
+        load_queue_.push_back(l);
+        cv_.notify_all();
+        if (c.serve < 0) {
+          l->waiters.push_back({std::move(done), keep_alive_s});
+          return;
+        }
+      } else if (c.serve < 0) {
+        lock.unlock();
+        return done(nullptr, error);
+      }
+    }
+    if (c.serve >= 0) {
+      ModelLease lease = MakeLease(replicas[c.serve], keep_alive_s);
+      lock.unlock();
+      return done(std::move(lease), {});
+    }
+    HERD_CHECK(c.wait >= 0);
+    replicas[c.wait]->waiters.push_back({std::move(done), keep_alive_s});
+    return;
   }
   switch (s->state) {
     case ModelState::kLoaded: {
@@ -300,13 +372,13 @@ bool ModelRegistry::Reserve(Slot* s, api::ApiError* error) {
            (options_.max_loaded_models <= 0 || n_resident_ < options_.max_loaded_models);
   };
   while (!fits()) {
-    Slot* victim = nullptr;  // the least recently used idle model
-    for (auto& [name, o] : slots_) {
+    Slot* victim = nullptr;  // the least recently used idle model (or replica)
+    ForEachSlot([&](Slot* o) {
       if (o->state == ModelState::kLoaded && o->active == 0 && !o->fixed &&
           (victim == nullptr || o->last_used < victim->last_used)) {
-        victim = o.get();
+        victim = o;
       }
-    }
+    });
     if (victim == nullptr) {
       *error = {api::ErrorKind::kUnavailable,
                 "model '" + s->entry.name + "' does not fit next to the models in use (needs " + Gib(s->bytes) + ", " +
@@ -332,10 +404,10 @@ void ModelRegistry::Run() {
   while (true) {
     const auto now = Clock::now();
     std::optional<Clock::time_point> next;
-    for (auto& [name, s] : slots_) {
-      if (s->state != ModelState::kLoaded || s->active > 0 || s->fixed || !s->expires) continue;
+    ForEachSlot([&](Slot* s) {
+      if (s->state != ModelState::kLoaded || s->active > 0 || s->fixed || !s->expires) return;
       if (*s->expires <= now) {
-        HERD_LOG(kInfo, "unloading idle model '%s'", name.c_str());
+        HERD_LOG(kInfo, "unloading idle model '%s' (replica %d)", s->entry.name.c_str(), s->replica);
         s->state = ModelState::kUnloaded;
         s->expires.reset();
         unload_.push_back(std::move(s->instance));
@@ -344,7 +416,7 @@ void ModelRegistry::Run() {
       } else if (!next || *s->expires < *next) {
         next = s->expires;
       }
-    }
+    });
     if (!unload_.empty()) {
       auto victims = std::move(unload_);
       unload_.clear();

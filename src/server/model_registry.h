@@ -12,6 +12,11 @@
 //   goes, the model's idle deadline becomes now + keep_alive of that request (default: the
 //   registry's; < 0: never; 0: unload at once). Models registered with `preload` load at Start
 //   and default to never unloading.
+// - Replicas (ModelEntry::devices): one instance per device under one name, each loaded, kept
+//   and unloaded like a model of its own (memory budget, keep_alive, LRU eviction); a request
+//   goes to the loaded replica with the fewest requests in flight, and when all are busy the
+//   next unloaded replica starts loading (PickReplica). Status lists each replica; its metrics
+//   are its own (the first replica's are the name's).
 // - Memory: a model's estimate is its file size (weights are used in place from the mapping)
 //   plus its KV pool; the sum over loading and loaded models never exceeds the budget.
 // - Metrics: each name gets one EngineMetrics (entry.load.metrics, also in ModelStatus::entry)
@@ -58,7 +63,8 @@ struct ModelStatus {
   // Unix seconds at which an idle model unloads; 0 while in use, -1 when kept loaded forever.
   int64_t expires_at = 0;
   int64_t loaded_at = 0;
-  int32_t n_ctx = 0;  // the loaded engine's context length; 0 while not loaded
+  int32_t n_ctx = 0;                  // the loaded engine's context length; 0 while not loaded
+  int32_t replica = 0, replicas = 1;  // which instance of the model (entry.load.device is its device)
 };
 
 class ModelRegistry {
@@ -73,7 +79,7 @@ class ModelRegistry {
   bool Register(ModelEntry entry);
   // Removes the entry: at once if idle (unloading it if loaded); if requests are using it, its name
   // goes now (new requests get 404) and the model unloads when the last of them ends. False if
-  // unknown, loading, or added with AddLoaded.
+  // unknown, loading, or added with AddLoaded; with replicas, also while any replica is in use.
   bool Unregister(const std::string& name);
 
   // Adds an already loaded model (tests, embedders); it stays loaded until the registry goes.
@@ -110,7 +116,9 @@ class ModelRegistry {
     std::optional<double> keep_alive_s;
   };
 
-  Slot* FindSlot(const std::string& name) const;                         // mu_ held
+  Slot* FindSlot(const std::string& name) const;  // mu_ held
+  template <typename F>
+  void ForEachSlot(F&& f) const;                                         // every replica; mu_ held
   ModelLease MakeLease(Slot* slot, std::optional<double> keep_alive_s);  // mu_ held
   void Release(Slot* slot, double keep_alive_s);
   // Reserves memory for `slot` by evicting idle models (moved to unload_); mu_ held.

@@ -235,6 +235,109 @@ TEST(ModelRegistryTest, UnregisterWhileServingRemovesTheNameAndUnloadsAfterTheLa
   EXPECT_NE(b.lease, nullptr) << b.error.message;
 }
 
+// Replicas: two instances of the tiny model on the CPU (the routing does not depend on the device).
+ModelEntry Replicated(const std::string& name, bool preload = false) {
+  ModelEntry e = Entry(name, preload);
+  e.devices = {DeviceSpec{}, DeviceSpec{}};
+  return e;
+}
+
+ModelState ReplicaState(const ModelRegistry& r, const std::string& name, int replica) {
+  for (const auto& s : r.Status()) {
+    if (s.entry.name == name && s.replica == replica) return s.state;
+  }
+  return ModelState::kUnloaded;
+}
+
+bool WaitForReplica(const ModelRegistry& r, const std::string& name, int replica, ModelState state) {
+  for (int i = 0; i < 2000; ++i) {
+    if (ReplicaState(r, name, replica) == state) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+TEST(ModelRegistryReplicasTest, LeastBusyReplicaServesAndAnotherLoadsWhenAllAreBusy) {
+  ModelRegistry r;
+  ASSERT_TRUE(r.Register(Replicated("a")));
+  r.Start();
+  Acquired a1 = AcquireNow(r, "a");  // loads the first replica only
+  ASSERT_NE(a1.lease, nullptr) << a1.error.message;
+  const ModelInstance* first = a1.lease.get();
+  auto status = r.Status();
+  ASSERT_EQ(status.size(), 2u);
+  EXPECT_EQ(status[0].replica, 0);
+  EXPECT_EQ(status[1].replica, 1);
+  EXPECT_EQ(status[0].replicas, 2);
+  EXPECT_EQ(status[0].state, ModelState::kLoaded);
+  EXPECT_EQ(status[1].state, ModelState::kUnloaded);
+  EXPECT_EQ(r.Entries().size(), 1u);  // one model name
+
+  Acquired a2 = AcquireNow(r, "a");  // the only loaded replica is busy: served by it, the second loads
+  EXPECT_EQ(a2.lease.get(), first);
+  ASSERT_TRUE(WaitForReplica(r, "a", 1, ModelState::kLoaded));
+  Acquired a3 = AcquireNow(r, "a");  // the idle second replica
+  ASSERT_NE(a3.lease, nullptr);
+  const ModelInstance* second = a3.lease.get();
+  EXPECT_NE(second, first);
+  Acquired a4 = AcquireNow(r, "a");  // 2 in flight on the first, 1 on the second
+  EXPECT_EQ(a4.lease.get(), second);
+  a1 = {};
+  a2 = {};  // the first is idle again
+  Acquired a5 = AcquireNow(r, "a");
+  EXPECT_EQ(a5.lease.get(), first);
+  for (const auto& st : r.Status()) EXPECT_EQ(st.active_leases, st.replica == 0 ? 1 : 2);
+}
+
+TEST(ModelRegistryReplicasTest, PreloadLoadsEveryReplicaAndEachHasItsOwnEngine) {
+  ModelRegistry r;
+  ASSERT_TRUE(r.Register(Replicated("a", /*preload=*/true)));
+  r.Start();
+  ASSERT_TRUE(WaitForReplica(r, "a", 0, ModelState::kLoaded));
+  ASSERT_TRUE(WaitForReplica(r, "a", 1, ModelState::kLoaded));
+  EXPECT_FALSE(r.Loading());
+  Acquired a = AcquireNow(r, "a");
+  Acquired b = AcquireNow(r, "a");
+  ASSERT_NE(a.lease, nullptr);
+  ASSERT_NE(b.lease, nullptr);
+  EXPECT_NE(a.lease.get(), b.lease.get());
+  EXPECT_NE(&a.lease->engine(), &b.lease->engine());
+  const auto status = r.Status();
+  ASSERT_EQ(status.size(), 2u);
+  EXPECT_NE(status[0].entry.load.metrics, status[1].entry.load.metrics);
+}
+
+TEST(ModelRegistryReplicasTest, UnregisterOnlyWhenNoReplicaIsInUse) {
+  ModelRegistry r;
+  ASSERT_TRUE(r.Register(Replicated("a")));
+  r.Start();
+  Acquired a1 = AcquireNow(r, "a");
+  Acquired a2 = AcquireNow(r, "a");
+  ASSERT_TRUE(WaitForReplica(r, "a", 1, ModelState::kLoaded));
+  EXPECT_FALSE(r.Register(Replicated("a")));  // loaded: not replaced
+  EXPECT_FALSE(r.Unregister("a"));            // in use
+  a1 = {};
+  a2 = {};
+  EXPECT_TRUE(r.Unregister("a"));
+  EXPECT_FALSE(r.Find("a").has_value());
+  EXPECT_TRUE(r.Status().empty());
+}
+
+TEST(ModelRegistryReplicasTest, BudgetCountsEveryReplica) {
+  ModelEntry e = Replicated("a");
+  RegistryOptions options;
+  options.max_loaded_models = 1;  // room for one instance only
+  ModelRegistry r(options);
+  ASSERT_TRUE(r.Register(e));
+  r.Start();
+  Acquired a1 = AcquireNow(r, "a");
+  ASSERT_NE(a1.lease, nullptr);
+  Acquired a2 = AcquireNow(r, "a");  // all busy, but a second replica does not fit: served by the first
+  EXPECT_EQ(a2.lease.get(), a1.lease.get());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ReplicaState(r, "a", 1), ModelState::kUnloaded);
+}
+
 class CatalogTest : public ::testing::Test {
  protected:
   void SetUp() override {
