@@ -6,6 +6,7 @@
 
 #include "protocols/anthropic/messages.h"
 #include "server/exchange_util.h"
+#include "server/replica_picker.h"
 
 namespace herd::server {
 namespace {
@@ -29,18 +30,21 @@ void Prepare(ModelRegistry& models, const HttpRequest& req, bool count_tokens,
   api::ApiError error;
   if (!anthropic::ParseMessagesRequest(body, count_tokens, &chat, &error)) return RespondError(*responder, error);
   const std::string name = chat.model;
-  models.Acquire(name, std::nullopt,
-                 [chat = std::move(chat), responder, then = std::move(then)](ModelLease model, const api::ApiError& e) {
-                   if (!model) {
-                     return RespondError(*responder, e.kind == api::ErrorKind::kNotFound
-                                                         ? api::ApiError{e.kind, "model: " + chat.model, "model", ""}
-                                                         : e);
-                   }
-                   std::vector<int32_t> prompt;
-                   api::ApiError error;
-                   if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
-                   then(std::move(model), chat, prompt);
-                 });
+  const uint64_t affinity = AffinityKey(chat);
+  models.Acquire(
+      name, std::nullopt,
+      [chat = std::move(chat), responder, then = std::move(then)](ModelLease model, const api::ApiError& e) {
+        if (!model) {
+          return RespondError(*responder, e.kind == api::ErrorKind::kNotFound
+                                              ? api::ApiError{e.kind, "model: " + chat.model, "model", ""}
+                                              : e);
+        }
+        std::vector<int32_t> prompt;
+        api::ApiError error;
+        if (!model->ChatPrompt(chat, &prompt, &error)) return RespondError(*responder, error);
+        then(std::move(model), chat, prompt);
+      },
+      affinity);
 }
 
 struct MessageExchange {

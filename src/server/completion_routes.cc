@@ -9,6 +9,7 @@
 #include "protocols/openai/completion_response.h"
 #include "server/exchange_util.h"
 #include "server/multi_request.h"
+#include "server/replica_picker.h"
 
 namespace herd::server {
 namespace {
@@ -208,17 +209,20 @@ void Completions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Respon
   api::ApiError error;
   if (!openai::ParseCompletionRequest(body, &completion, &error)) return RespondError(*responder, error);
   const std::string name = completion.model;
-  models.Acquire(name, std::nullopt,
-                 [completion = std::move(completion), responder](ModelLease model, const api::ApiError& e) {
-                   if (!model) {
-                     return RespondError(
-                         *responder, e.kind == api::ErrorKind::kNotFound
-                                         ? api::ApiError{e.kind, "The model '" + completion.model + "' does not exist",
-                                                         "model", "model_not_found"}
-                                         : e);
-                   }
-                   StartCompletion(std::move(model), completion, responder);
-                 });
+  const uint64_t affinity = AffinityKey(completion);
+  models.Acquire(
+      name, std::nullopt,
+      [completion = std::move(completion), responder](ModelLease model, const api::ApiError& e) {
+        if (!model) {
+          return RespondError(
+              *responder, e.kind == api::ErrorKind::kNotFound
+                              ? api::ApiError{e.kind, "The model '" + completion.model + "' does not exist", "model",
+                                              "model_not_found"}
+                              : e);
+        }
+        StartCompletion(std::move(model), completion, responder);
+      },
+      affinity);
 }
 
 }  // namespace

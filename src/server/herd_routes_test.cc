@@ -15,6 +15,7 @@
 
 #include "server/openai_routes.h"
 #include "server/prometheus_check.h"
+#include "server/replica_picker.h"
 #include "server/server_test_util.h"
 
 namespace herd::server {
@@ -259,8 +260,9 @@ TEST(HerdRoutesTest, Status) {
   EXPECT_EQ(engine["requests_finished"]["length"].get<int>() + engine["requests_finished"]["stop"].get<int>(), 1);
 }
 
-// A model with two replicas (both on the CPU here): a request goes to the idle replica while the
-// other is held; /v1/status lists each replica, /metrics labels each replica's series.
+// A model with two replicas (both on the CPU here): each request goes to the replica its user
+// prefers (affinity: both are idle); /v1/status lists each replica, /metrics labels each
+// replica's series.
 TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
   ModelRegistry* registry = nullptr;
   auto server = std::make_unique<testing::ServerHarness>(
@@ -280,11 +282,18 @@ TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
       },
       /*with_model=*/false);
   for (int i = 0; i < 600 && registry->Loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::promise<ModelLease> held;
-  registry->Acquire("tiny", std::nullopt, [&](ModelLease l, const api::ApiError&) { held.set_value(std::move(l)); });
-  ModelLease first = held.get_future().get();  // replica 0 is busy now
-  ASSERT_NE(first, nullptr);
-  ASSERT_EQ(server->Call("POST", "/v1/chat/completions", Chat("Hi", 3)).status, 200);  // served by replica 1
+  // A user whose requests prefer replica 1, and the number of requests each replica should see.
+  std::string user;
+  for (int i = 0; user.empty(); ++i) {
+    api::ChatRequest c;
+    c.user = "user-" + std::to_string(i);
+    if (PreferredReplica(AffinityKey(c), 2) == 1) user = c.user;
+  }
+  for (int i = 0; i < 2; ++i) {
+    json body = json::parse(Chat("Hi", 3));
+    body["user"] = user;
+    ASSERT_EQ(server->Call("POST", "/v1/chat/completions", body.dump()).status, 200);
+  }
   const json status = json::parse(server->Call("GET", "/v1/status").body);
   ASSERT_EQ(status["models"].size(), 2u);
   for (int k = 0; k < 2; ++k) {
@@ -295,15 +304,15 @@ TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
     EXPECT_EQ(m["device"], "cpu");
     EXPECT_EQ(m["state"], "loaded");
   }
-  EXPECT_EQ(status["models"][0]["active_requests"], 1);
   testing::Exposition e;
   std::string error;
+  const std::string r1 = "{model_name=\"tiny\",replica=\"1\",finished_reason=";
   for (int i = 0; i < 600; ++i) {  // the engine publishes its counters at the end of its step
     e = {};
     ASSERT_TRUE(testing::ParseExposition(server->Call("GET", "/metrics").body, &e, &error)) << error;
-    if (e.samples["vllm:request_success_total{model_name=\"tiny\",replica=\"1\",finished_reason=\"length\"}"] +
-            e.samples["vllm:request_success_total{model_name=\"tiny\",replica=\"1\",finished_reason=\"stop\"}"] ==
-        1) {
+    if (e.samples["vllm:request_success_total" + r1 + "\"length\"}"] +
+            e.samples["vllm:request_success_total" + r1 + "\"stop\"}"] ==
+        2) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -312,7 +321,6 @@ TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
   EXPECT_EQ(Sample(e, "vllm:generation_tokens_total{model_name=\"tiny\",replica=\"0\"}"), 0);
   EXPECT_GT(Sample(e, "herd_model_memory_bytes{model_name=\"tiny\",replica=\"0\"}"), 0);
   EXPECT_EQ(Sample(e, "herd_models_loaded"), 2);
-  first.reset();
   server.reset();
 }
 

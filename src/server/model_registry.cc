@@ -264,7 +264,8 @@ ModelInstanceOptions ModelRegistry::entry_defaults() const {
   return entry_defaults_;
 }
 
-void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done) {
+void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done,
+                            std::optional<uint64_t> affinity) {
   std::unique_lock lock(mu_);
   Slot* s = FindSlot(name);
   if (s == nullptr) {
@@ -276,7 +277,7 @@ void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_
     for (auto& r : s->extra) replicas.push_back(r.get());
     std::vector<ReplicaView> views;
     for (const Slot* r : replicas) views.push_back({r->state, r->active, r->waiters.size()});
-    const ReplicaChoice c = PickReplica(views);
+    const ReplicaChoice c = PickReplica(views, affinity);
     if (c.load >= 0) {
       Slot* l = replicas[c.load];
       api::ApiError error;

@@ -88,8 +88,11 @@ class ModelRegistry {
   // Starts the loader thread and loads the preload entries in the background.
   void Start();
 
-  // keep_alive_s: this request's keep_alive; nullopt: the model's default.
-  void Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done);
+  // keep_alive_s: this request's keep_alive; nullopt: the model's default. affinity: the request's
+  // AffinityKey (replica_picker.h), which a model with replicas uses to keep a conversation on
+  // one replica; ignored otherwise.
+  void Acquire(const std::string& name, std::optional<double> keep_alive_s, Done done,
+               std::optional<uint64_t> affinity = std::nullopt);
 
   // The entry for `name` (exact, or with Ollama's ":latest" added), if registered.
   std::optional<ModelEntry> Find(const std::string& name) const;

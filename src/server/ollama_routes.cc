@@ -7,6 +7,7 @@
 #include "server/embedding_routes.h"
 #include "server/exchange_util.h"
 #include "server/ollama_admin_routes.h"
+#include "server/replica_picker.h"
 
 namespace herd::server {
 namespace {
@@ -104,14 +105,15 @@ using Acquired = std::function<void(ModelLease model, int64_t load_ns)>;
 // request waited for it; answers 404 (Ollama's wording) or the registry's error otherwise. An
 // empty request with keep_alive 0 (Ollama's unload request) unloads instead of loading.
 void WithModel(ModelRegistry& models, const std::string& name, std::optional<double> keep_alive, bool empty,
-               const std::shared_ptr<Responder>& responder, Acquired then) {
+               uint64_t affinity, const std::shared_ptr<Responder>& responder, Acquired then) {
   if (empty && keep_alive && *keep_alive == 0 && models.Find(name)) {
     models.UnloadWhenIdle(name);
     return then(nullptr, 0);
   }
   const auto started = std::chrono::steady_clock::now();
   models.Acquire(
-      name, keep_alive, [name, responder, started, then = std::move(then)](ModelLease model, const api::ApiError& e) {
+      name, keep_alive,
+      [name, responder, started, then = std::move(then)](ModelLease model, const api::ApiError& e) {
         if (!model) {
           return RespondError(*responder, e.kind == api::ErrorKind::kNotFound
                                               ? api::ApiError{e.kind, "model '" + name + "' not found", "model", ""}
@@ -119,7 +121,8 @@ void WithModel(ModelRegistry& models, const std::string& name, std::optional<dou
         }
         const auto waited = std::chrono::steady_clock::now() - started;
         then(std::move(model), std::chrono::duration_cast<std::chrono::nanoseconds>(waited).count());
-      });
+      },
+      affinity);
 }
 
 void Chat(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> responder) {
@@ -130,7 +133,8 @@ void Chat(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> re
   if (!ollama::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
   const std::string name = chat.model;
   const bool empty = chat.messages.empty();
-  WithModel(models, name, chat.keep_alive_seconds, empty, responder,
+  const uint64_t affinity = AffinityKey(chat);  // before `chat` moves into the callback
+  WithModel(models, name, chat.keep_alive_seconds, empty, affinity, responder,
             [chat = std::move(chat), responder](ModelLease model, int64_t load_ns) {
               if (chat.messages.empty()) {  // a load (or unload) request
                 json j = ollama::ChatDone(chat.model, Now(), "", model ? "load" : "unload", {});
@@ -156,7 +160,8 @@ void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
   }
   const std::string name = gen.model;
   const bool empty = gen.prompt.empty();
-  WithModel(models, name, gen.keep_alive_seconds, empty, responder,
+  const uint64_t affinity = AffinityKey(gen);  // before `gen` moves into the callback
+  WithModel(models, name, gen.keep_alive_seconds, empty, affinity, responder,
             [gen = std::move(gen), responder](ModelLease model, int64_t load_ns) {
               if (gen.prompt.empty()) {  // a load (or unload) request
                 json j = ollama::GenerateDone(gen.model, Now(), "", model ? "load" : "unload", {});

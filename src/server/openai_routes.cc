@@ -9,6 +9,7 @@
 #include "server/completion_routes.h"
 #include "server/embedding_routes.h"
 #include "server/exchange_util.h"
+#include "server/replica_picker.h"
 #include "tokenizer/detokenizer.h"
 
 namespace herd::server {
@@ -129,11 +130,14 @@ void ChatCompletions(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Re
   api::ApiError error;
   if (!openai::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
   const std::string name = chat.model;
-  models.Acquire(name, std::nullopt,
-                 [chat = std::move(chat), responder](ModelLease model, const api::ApiError& e) mutable {
-                   if (!model) return RespondError(*responder, AcquireError(e, chat.model));
-                   StartChat(std::move(model), chat, responder);
-                 });
+  const uint64_t affinity = AffinityKey(chat);
+  models.Acquire(
+      name, std::nullopt,
+      [chat = std::move(chat), responder](ModelLease model, const api::ApiError& e) mutable {
+        if (!model) return RespondError(*responder, AcquireError(e, chat.model));
+        StartChat(std::move(model), chat, responder);
+      },
+      affinity);
 }
 
 void StartChat(ModelLease model, const api::ChatRequest& chat, const std::shared_ptr<Responder>& responder) {
