@@ -210,21 +210,35 @@ void Tags(AdminState& st, const std::shared_ptr<Responder>& r) {
 
 void Ps(AdminState& st, const std::shared_ptr<Responder>& r) {
   std::vector<ollama::RunningModel> running;
+  std::vector<int64_t> expiry;  // unix seconds of running[i]
   const int64_t now = UnixNow();
   for (const ModelStatus& s : st.models.Status()) {
     if (s.state != ModelState::kLoaded) continue;
+    // In use: now (it expires keep_alive after its last request ends); forever: Go's far future.
+    const int64_t expires = s.expires_at < 0 ? now + 9223372036LL : s.expires_at == 0 ? now : s.expires_at;
+    const uint64_t size = s.device_bytes > 0 ? s.device_bytes : s.memory_bytes;
+    if (s.replica > 0 && !running.empty() && running.back().name == s.entry.name) {
+      // Another replica of the model before it (Status lists them in order): one element per model,
+      // as Ollama has, holding the replicas' memory together; it expires with the last of them.
+      running.back().size += size;
+      running.back().size_vram += s.device_bytes;
+      if (expires > expiry.back()) {
+        expiry.back() = expires;
+        running.back().expires_at = ollama::Rfc3339(expires);
+      }
+      continue;
+    }
     ollama::RunningModel m;
     m.name = s.entry.name;
     m.digest = s.entry.digest.rfind("sha256:", 0) == 0 ? s.entry.digest.substr(7) : s.entry.digest;
     // Ollama: size = the model's memory, size_vram = the part of it on the GPU.
-    m.size = s.device_bytes > 0 ? s.device_bytes : s.memory_bytes;
+    m.size = size;
     m.size_vram = s.device_bytes;
     if (auto summary = st.summaries.Get(s.entry.load.path); summary.ok()) m.details = Details(**summary);
-    // In use: now (it expires keep_alive after its last request ends); forever: Go's far future.
-    const int64_t expires = s.expires_at < 0 ? now + 9223372036LL : s.expires_at == 0 ? now : s.expires_at;
     m.expires_at = ollama::Rfc3339(expires);
     m.context_length = s.n_ctx;
     running.push_back(std::move(m));
+    expiry.push_back(expires);
   }
   r->Respond(HttpResponse::Json(200, ollama::PsJson(running).dump()));
 }

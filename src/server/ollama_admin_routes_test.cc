@@ -220,6 +220,37 @@ TEST_F(OllamaAdminRoutesTest, ShowReadsTheHeaderWithoutLoading) {
   EXPECT_EQ(Call("POST", "/api/show", json::object()).status, 400);
 }
 
+// A model with two replicas is one /api/ps element (as Ollama lists a model), its size the sum.
+TEST(OllamaAdminReplicasTest, PsListsAReplicatedModelOnce) {
+  ModelRegistry* registry = nullptr;
+  testing::ServerHarness server(
+      [&](Router& r, ModelRegistry& m) {
+        ModelInstanceOptions o;
+        o.threads = 1;
+        o.n_ctx = 256;
+        auto e = FileEntry(testing::TestModelPath("tiny", "F32"), "twin", o);
+        ASSERT_TRUE(e.ok());
+        e->preload = true;
+        e->devices = {DeviceSpec{}, DeviceSpec{}};
+        ASSERT_TRUE(m.Register(*e));
+        m.Start();
+        registry = &m;
+        AddOllamaRoutes(r, m);
+      },
+      /*with_model=*/false);
+  for (int i = 0; i < 600 && registry->Loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  uint64_t total = 0;
+  for (const ModelStatus& s : registry->Status()) {
+    ASSERT_EQ(s.state, ModelState::kLoaded);
+    total += s.memory_bytes;
+  }
+  const json ps = json::parse(server.Call("GET", "/api/ps").body);
+  ASSERT_EQ(ps["models"].size(), 1u) << ps.dump();
+  EXPECT_EQ(ps["models"][0]["name"], "twin");
+  EXPECT_EQ(ps["models"][0]["size"], total);
+  EXPECT_GT(ps["models"][0]["expires_at"].get<std::string>(), "2200");  // preloaded: kept
+}
+
 TEST_F(OllamaAdminRoutesTest, PsListsLoadedModels) {
   auto r = Call("GET", "/api/ps", nullptr);
   ASSERT_EQ(r.status, 200);
