@@ -71,6 +71,7 @@ json ModelStatusJson(const ModelStatus& st) {
   };
   if (!st.entry.digest.empty()) j["digest"] = st.entry.digest;
   j["device"] = st.entry.load.device.ToString();
+  j["load_failures"] = st.load_failures;
   if (st.replicas > 1) {  // one element per replica of the name
     j["replica"] = st.replica;
     j["replicas"] = st.replicas;

@@ -303,20 +303,21 @@ TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
     EXPECT_EQ(m["replicas"], 2);
     EXPECT_EQ(m["device"], "cpu");
     EXPECT_EQ(m["state"], "loaded");
+    EXPECT_EQ(m["load_failures"], 0);
   }
   testing::Exposition e;
   std::string error;
-  const std::string r1 = "{model_name=\"tiny\",replica=\"1\",finished_reason=";
+  auto finished = [](const char* reason) {  // the parser's key: labels sorted by name
+    return std::string("vllm:request_success_total{finished_reason=\"") + reason +
+           "\",model_name=\"tiny\",replica=\"1\"}";
+  };
   for (int i = 0; i < 600; ++i) {  // the engine publishes its counters at the end of its step
     e = {};
     ASSERT_TRUE(testing::ParseExposition(server->Call("GET", "/metrics").body, &e, &error)) << error;
-    if (e.samples["vllm:request_success_total" + r1 + "\"length\"}"] +
-            e.samples["vllm:request_success_total" + r1 + "\"stop\"}"] ==
-        2) {
-      break;
-    }
+    if (e.samples[finished("length")] + e.samples[finished("stop")] == 2) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  EXPECT_EQ(e.samples[finished("length")] + e.samples[finished("stop")], 2);
   EXPECT_GT(Sample(e, "vllm:generation_tokens_total{model_name=\"tiny\",replica=\"1\"}"), 0);
   EXPECT_EQ(Sample(e, "vllm:generation_tokens_total{model_name=\"tiny\",replica=\"0\"}"), 0);
   EXPECT_GT(Sample(e, "herd_model_memory_bytes{model_name=\"tiny\",replica=\"0\"}"), 0);

@@ -22,8 +22,10 @@ struct ModelRegistry::Slot {
   std::optional<Clock::time_point> expires;  // idle deadline while loaded and idle; nullopt: never
   int64_t loaded_at = 0;
   std::vector<Waiter> waiters;
-  int32_t replica = 0;                       // index among the name's replicas
-  std::vector<std::unique_ptr<Slot>> extra;  // replicas 1.. (in replica 0's slot only)
+  int32_t replica = 0;  // index among the name's replicas
+  int32_t load_failures = 0;
+  std::optional<Clock::time_point> failed_at;  // the last failed load
+  std::vector<std::unique_ptr<Slot>> extra;    // replicas 1.. (in replica 0's slot only)
 };
 
 template <typename F>
@@ -204,6 +206,7 @@ std::vector<ModelStatus> ModelRegistry::Status() const {
   ForEachSlot([&](const Slot* s) {
     ModelStatus st;
     st.replica = s->replica;
+    st.load_failures = s->load_failures;
     st.replicas = static_cast<int32_t>(std::max<size_t>(1, s->entry.devices.size()));
     st.entry = s->entry;
     st.state = s->state;
@@ -276,7 +279,11 @@ void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_
     std::vector<Slot*> replicas = {s};
     for (auto& r : s->extra) replicas.push_back(r.get());
     std::vector<ReplicaView> views;
-    for (const Slot* r : replicas) views.push_back({r->state, r->active, r->waiters.size()});
+    const auto now = Clock::now();
+    const auto retry = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kReplicaRetrySeconds));
+    for (const Slot* r : replicas) {
+      views.push_back({r->state, r->active, r->waiters.size(), !r->failed_at || now - *r->failed_at >= retry});
+    }
     const ReplicaChoice c = PickReplica(views, affinity);
     if (c.load >= 0) {
       Slot* l = replicas[c.load];
@@ -462,6 +469,8 @@ void ModelRegistry::LoadSlot(Slot* s) {
     std::lock_guard lock(mu_);
     if (!loaded.ok()) {
       s->state = ModelState::kUnloaded;
+      ++s->load_failures;
+      s->failed_at = Clock::now();
       reserved_bytes_ -= s->bytes;
       --n_resident_;
       const std::string& why = loaded.status().message();

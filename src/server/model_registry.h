@@ -15,8 +15,9 @@
 // - Replicas (ModelEntry::devices): one instance per device under one name, each loaded, kept
 //   and unloaded like a model of its own (memory budget, keep_alive, LRU eviction); a request
 //   goes to the loaded replica with the fewest requests in flight, and when all are busy the
-//   next unloaded replica starts loading (PickReplica). Status lists each replica; its metrics
-//   are its own (the first replica's are the name's).
+//   next unloaded replica starts loading (PickReplica); a replica whose load failed is not tried
+//   again for that for kReplicaRetrySeconds. Status lists each replica; its metrics are its own
+//   (the first replica's are the name's).
 // - Memory: a model's estimate is its file size (weights are used in place from the mapping)
 //   plus its KV pool; the sum over loading and loaded models never exceeds the budget.
 // - Metrics: each name gets one EngineMetrics (entry.load.metrics, also in ModelStatus::entry)
@@ -45,6 +46,9 @@ namespace herd::server {
 
 using ModelLease = std::shared_ptr<ModelInstance>;
 
+// A replica whose load failed is loaded again to share the work only after this long.
+constexpr double kReplicaRetrySeconds = 30;
+
 struct RegistryOptions {
   size_t memory_budget_bytes = 0;     // 0: no limit
   int32_t max_loaded_models = 0;      // 0: no limit
@@ -65,6 +69,7 @@ struct ModelStatus {
   int64_t loaded_at = 0;
   int32_t n_ctx = 0;                  // the loaded engine's context length; 0 while not loaded
   int32_t replica = 0, replicas = 1;  // which instance of the model (entry.load.device is its device)
+  int32_t load_failures = 0;          // loads of this instance that failed since it was registered
 };
 
 class ModelRegistry {

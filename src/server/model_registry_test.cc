@@ -338,6 +338,34 @@ TEST(ModelRegistryReplicasTest, BudgetCountsEveryReplica) {
   EXPECT_EQ(ReplicaState(r, "a", 1), ModelState::kUnloaded);
 }
 
+// A replica on a device that cannot load (no such GPU here) fails once and is not tried again
+// for kReplicaRetrySeconds; its requests are served by the other replica.
+TEST(ModelRegistryReplicasTest, AReplicaThatFailsToLoadIsNotRetriedAtOnce) {
+  ModelEntry e = Entry("a");
+  e.devices = {DeviceSpec{}, DeviceSpec{true, 63}};
+  ModelRegistry r;
+  ASSERT_TRUE(r.Register(e));
+  r.Start();
+  auto failures = [&r] {
+    for (const auto& s : r.Status()) {
+      if (s.replica == 1) return s.load_failures;
+    }
+    return -1;
+  };
+  Acquired a1 = AcquireNow(r, "a");
+  ASSERT_NE(a1.lease, nullptr) << a1.error.message;
+  Acquired a2 = AcquireNow(r, "a");  // the first is busy: the second replica tries to load, and fails
+  EXPECT_EQ(a2.lease.get(), a1.lease.get());
+  for (int i = 0; i < 2000 && failures() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(failures(), 1);
+  ASSERT_TRUE(WaitForReplica(r, "a", 1, ModelState::kUnloaded));
+  Acquired a3 = AcquireNow(r, "a");  // all busy again, but the failed replica waits out its retry time
+  EXPECT_EQ(a3.lease.get(), a1.lease.get());
+  EXPECT_EQ(ReplicaState(r, "a", 1), ModelState::kUnloaded);  // a queued load would show kLoading now
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(failures(), 1);
+}
+
 class CatalogTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -59,7 +59,7 @@ uint64_t AffinityKey(const api::CompletionRequest& completion) {
 
 ReplicaChoice PickReplica(std::span<const ReplicaView> replicas, std::optional<uint64_t> affinity) {
   ReplicaChoice c;
-  int first_unloaded = -1;
+  int first_unloaded = -1, first_unloaded_any = -1;  // that can_load / any
   for (int i = 0; i < static_cast<int>(replicas.size()); ++i) {
     const ReplicaView& r = replicas[i];
     switch (r.state) {
@@ -70,7 +70,8 @@ ReplicaChoice PickReplica(std::span<const ReplicaView> replicas, std::optional<u
         if (c.wait < 0 || r.waiters < replicas[c.wait].waiters) c.wait = i;
         break;
       case ModelState::kUnloaded:
-        if (first_unloaded < 0) first_unloaded = i;
+        if (first_unloaded < 0 && r.can_load) first_unloaded = i;
+        if (first_unloaded_any < 0) first_unloaded_any = i;
         break;
     }
   }
@@ -87,7 +88,8 @@ ReplicaChoice PickReplica(std::span<const ReplicaView> replicas, std::optional<u
       }
     }
   } else if (c.wait < 0) {
-    c.load = first_unloaded;
+    // Nothing serves or loads: this request needs a load even of a replica that just failed.
+    c.load = first_unloaded >= 0 ? first_unloaded : first_unloaded_any;
   }
   return c;
 }

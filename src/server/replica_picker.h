@@ -4,8 +4,9 @@
 // Rule (least busy, more replicas when all are busy):
 // - serve: the loaded replica with the fewest requests in flight (the lowest index on a tie);
 // - load: when every loaded replica is busy (or none is loaded and none is loading), the first
-//   unloaded replica starts loading; with `serve` set the request does not wait for it, later
-//   requests find it loaded;
+//   unloaded replica that can_load starts loading; with `serve` set the request does not wait
+//   for it, later requests find it loaded (when nothing is loaded or loading, a replica that
+//   cannot load is tried all the same: the request needs one);
 // - wait: when none is loaded but some are loading, the loading one with the fewest waiters;
 // - affinity: a request with a key (AffinityKey: the same user, or the same conversation, or the
 //   same prompt prefix) prefers one replica chosen by rendezvous hashing of the key over the
@@ -27,8 +28,9 @@ namespace herd::server {
 
 struct ReplicaView {
   ModelState state = ModelState::kUnloaded;
-  int32_t active = 0;  // requests holding a lease on it
-  size_t waiters = 0;  // requests waiting for it to load
+  int32_t active = 0;    // requests holding a lease on it
+  size_t waiters = 0;    // requests waiting for it to load
+  bool can_load = true;  // false: its last load failed moments ago (not tried again yet)
 };
 
 struct ReplicaChoice {

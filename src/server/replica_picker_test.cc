@@ -57,6 +57,20 @@ TEST(ReplicaPickerTest, NothingLoadedOrLoadingLoadsTheFirst) {
   EXPECT_EQ(c.load, 0);
 }
 
+TEST(ReplicaPickerTest, AReplicaThatJustFailedIsNotLoadedToShareWork) {
+  ReplicaView failed{kU, 0, 0};
+  failed.can_load = false;
+  auto c = Pick({{kR, 2, 0}, failed, {kU, 0, 0}});
+  EXPECT_EQ(c.serve, 0);
+  EXPECT_EQ(c.load, 2);  // the next one that can load
+  c = Pick({{kR, 2, 0}, failed});
+  EXPECT_EQ(c.serve, 0);
+  EXPECT_EQ(c.load, -1);
+  c = Pick({failed, failed});  // nothing else serves: the request tries it all the same
+  EXPECT_EQ(c.serve, -1);
+  EXPECT_EQ(c.load, 0);
+}
+
 TEST(ReplicaPickerTest, SingleReplica) {
   EXPECT_EQ(Pick({{kR, 7, 0}}).serve, 0);
   EXPECT_EQ(Pick({{kR, 7, 0}}).load, -1);
