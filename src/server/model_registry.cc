@@ -288,7 +288,9 @@ void ModelRegistry::Acquire(const std::string& name, std::optional<double> keep_
     if (c.load >= 0) {
       Slot* l = replicas[c.load];
       api::ApiError error;
-      if (Reserve(l, &error)) {
+      // A replica loaded to share work (the request is served meanwhile) uses free room only: it
+      // does not push other models out.
+      if (Reserve(l, &error, /*evict=*/c.serve < 0)) {
         l->state = ModelState::kLoading;
         load_queue_.push_back(l);
         cv_.notify_all();
@@ -366,7 +368,7 @@ void ModelRegistry::Release(Slot* s, double keep_alive_s) {
   cv_.notify_all();
 }
 
-bool ModelRegistry::Reserve(Slot* s, api::ApiError* error) {
+bool ModelRegistry::Reserve(Slot* s, api::ApiError* error, bool evict) {
   const size_t budget = options_.memory_budget_bytes;
   if (budget > 0 && s->bytes > budget) {
     *error = {
@@ -382,7 +384,7 @@ bool ModelRegistry::Reserve(Slot* s, api::ApiError* error) {
   while (!fits()) {
     Slot* victim = nullptr;  // the least recently used idle model (or replica)
     ForEachSlot([&](Slot* o) {
-      if (o->state == ModelState::kLoaded && o->active == 0 && !o->fixed &&
+      if (evict && o->state == ModelState::kLoaded && o->active == 0 && !o->fixed &&
           (victim == nullptr || o->last_used < victim->last_used)) {
         victim = o;
       }

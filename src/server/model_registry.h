@@ -129,8 +129,8 @@ class ModelRegistry {
   void ForEachSlot(F&& f) const;                                         // every replica; mu_ held
   ModelLease MakeLease(Slot* slot, std::optional<double> keep_alive_s);  // mu_ held
   void Release(Slot* slot, double keep_alive_s);
-  // Reserves memory for `slot` by evicting idle models (moved to unload_); mu_ held.
-  bool Reserve(Slot* slot, api::ApiError* error);
+  // Reserves memory for `slot`, by evicting idle models (moved to unload_) if `evict`; mu_ held.
+  bool Reserve(Slot* slot, api::ApiError* error, bool evict = true);
   void Run();  // loader thread
   void LoadSlot(Slot* slot);
 

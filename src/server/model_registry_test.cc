@@ -338,6 +338,24 @@ TEST(ModelRegistryReplicasTest, BudgetCountsEveryReplica) {
   EXPECT_EQ(ReplicaState(r, "a", 1), ModelState::kUnloaded);
 }
 
+// A replica loaded to share work uses free room only: it does not evict an idle model.
+TEST(ModelRegistryReplicasTest, ASecondReplicaDoesNotEvictOtherModels) {
+  RegistryOptions options;
+  options.max_loaded_models = 2;
+  ModelRegistry r(options);
+  ASSERT_TRUE(r.Register(Replicated("a")));
+  ASSERT_TRUE(r.Register(Entry("b")));
+  r.Start();
+  ASSERT_NE(AcquireNow(r, "b").lease, nullptr);  // loaded, idle from now on
+  Acquired a1 = AcquireNow(r, "a");              // the second model slot
+  ASSERT_NE(a1.lease, nullptr) << a1.error.message;
+  Acquired a2 = AcquireNow(r, "a");  // busy: a second replica would need a third slot
+  EXPECT_EQ(a2.lease.get(), a1.lease.get());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(StateOf(r, "b"), ModelState::kLoaded);
+  EXPECT_EQ(ReplicaState(r, "a", 1), ModelState::kUnloaded);
+}
+
 // A replica on a device that cannot load (no such GPU here) fails once and is not tried again
 // for kReplicaRetrySeconds; its requests are served by the other replica.
 TEST(ModelRegistryReplicasTest, AReplicaThatFailsToLoadIsNotRetriedAtOnce) {
