@@ -272,9 +272,11 @@ void Launch(const Params& p, unsigned grid, cudaStream_t stream) {
 
 }  // namespace
 
-// head_dim 128 (an instance of the same template) measured slower than the SIMT kernel on H100 at
-// every batch (128 × 640 positions: 142 vs 136 µs; one sequence × 4096: 27 vs 19 µs): its 168
-// registers and 70 KB of shared memory leave 3 CTAs per SM, hence more waves; not used.
+// head_dim 128 (an instance of the same template, 168 registers and 70 KB of shared memory: 3 CTAs
+// per SM) measured on H100 against the SIMT kernel: slower at 128 sequences (128 × 640 positions:
+// 142 vs 137 µs) and for one short sequence (1 × 512: 10.0 vs 7.8 µs), faster at 32 sequences
+// (44 vs 54 µs) and one long one (1 × 4096: 18.2 vs 19.4 µs); not used until a rule by batch size
+// is measured (bench/results/cuda-pipeline-2026-11-25.md).
 bool DecodeTcApplies(int head_dim, int group) { return head_dim == 64 && group <= 16; }
 
 void LaunchDecodeTcF16(const Params& p, unsigned grid, cudaStream_t stream) {
