@@ -15,43 +15,25 @@
 namespace herd {
 namespace {
 
+using testing::Drain;
 using testing::EngineSetup;
 using testing::Fixture;
 using testing::Greedy;
 using testing::Make;
+using testing::Outcome;
 using testing::Prompt;
-
-struct Outcome {
-  std::map<int32_t, std::vector<int32_t>> tokens;
-  std::map<int32_t, std::string> text;
-  std::map<int32_t, FinishReason> finish;
-  std::map<int32_t, int32_t> completion_tokens;
-  std::map<int32_t, std::string> stop_string;
-};
-
-Outcome Drain(RequestStream& s) {
-  Outcome o;
-  EngineEvent ev;
-  while (s.TryNext(&ev)) {
-    o.text[ev.index] += ev.text;
-    if (ev.kind == EngineEvent::Kind::kToken) {
-      o.tokens[ev.index].push_back(ev.token);
-    } else {
-      o.finish[ev.index] = ev.finish;
-      o.completion_tokens[ev.index] = ev.usage.completion_tokens;
-      o.stop_string[ev.index] = ev.stop_string;
-    }
-  }
-  EXPECT_TRUE(s.ended());
-  return o;
-}
 
 void ExpectSame(const Outcome& got, const Outcome& want, size_t i) {
   EXPECT_EQ(got.tokens, want.tokens) << "request " << i;
   EXPECT_EQ(got.text, want.text) << "request " << i;
-  EXPECT_EQ(got.finish, want.finish) << "request " << i;
-  EXPECT_EQ(got.completion_tokens, want.completion_tokens) << "request " << i;
-  EXPECT_EQ(got.stop_string, want.stop_string) << "request " << i;
+  ASSERT_EQ(got.finish.size(), want.finish.size()) << "request " << i;
+  for (const auto& [index, w] : want.finish) {
+    ASSERT_TRUE(got.finish.count(index)) << "request " << i << " choice " << index;
+    const EngineEvent& g = got.finish.at(index);
+    EXPECT_EQ(g.finish, w.finish) << "request " << i << " choice " << index;
+    EXPECT_EQ(g.usage.completion_tokens, w.usage.completion_tokens) << "request " << i << " choice " << index;
+    EXPECT_EQ(g.stop_string, w.stop_string) << "request " << i << " choice " << index;
+  }
 }
 
 // A workload: requests submitted before step `at`, and cancellations of request `which` before
@@ -71,7 +53,7 @@ struct RunResult {
 };
 
 RunResult RunWorkload(EngineSetup setup, EngineOptions::Pipeline pipeline, const std::vector<Arrival>& arrivals,
-                const std::vector<Cancellation>& cancels = {}) {
+                      const std::vector<Cancellation>& cancels = {}) {
   setup.pipeline = pipeline;
   Fixture f = Make(setup);
   std::vector<std::shared_ptr<RequestStream>> streams(arrivals.size());
@@ -107,27 +89,29 @@ RunResult RunWorkload(EngineSetup setup, EngineOptions::Pipeline pipeline, const
 // came as the plain run emitted the last token ends the pipelined one as cancelled.
 void ExpectCancelledPrefix(const Outcome& got, const Outcome& want, size_t i) {
   EXPECT_EQ(got.finish.size(), want.finish.size()) << "request " << i;
-  for (const auto& [index, reason] : got.finish) {
+  for (const auto& [index, ev] : got.finish) {
+    const FinishReason reason = ev.finish;
     const auto& g = got.tokens.count(index) ? got.tokens.at(index) : std::vector<int32_t>{};
     const auto& w = want.tokens.count(index) ? want.tokens.at(index) : std::vector<int32_t>{};
     ASSERT_LE(g.size(), w.size()) << "request " << i << " choice " << index;
     EXPECT_LE(w.size() - g.size(), 1u) << "request " << i << " choice " << index;
     EXPECT_TRUE(std::equal(g.begin(), g.end(), w.begin())) << "request " << i << " choice " << index;
     if (reason != FinishReason::kCancelled) {
-      EXPECT_EQ(reason, want.finish.at(index)) << "request " << i;
+      EXPECT_EQ(reason, want.finish.at(index).finish) << "request " << i;
     }
   }
 }
 
 // Runs the workload both ways and compares every request's events.
 RunResult ExpectSameAsUnpipelined(const EngineSetup& setup, const std::vector<Arrival>& arrivals,
-                            const std::vector<Cancellation>& cancels = {}) {
+                                  const std::vector<Cancellation>& cancels = {}) {
   const RunResult plain = RunWorkload(setup, EngineOptions::Pipeline::kOff, arrivals, cancels);
   const RunResult piped = RunWorkload(setup, EngineOptions::Pipeline::kOn, arrivals, cancels);
   EXPECT_EQ(plain.stats.queued_steps, 0);
   EXPECT_GT(piped.stats.queued_steps, 0) << "nothing was pipelined: the comparison would be vacuous";
   for (size_t i = 0; i < arrivals.size(); ++i) {
-    const bool cancelled = std::any_of(cancels.begin(), cancels.end(), [i](const Cancellation& c) { return c.which == i; });
+    const bool cancelled =
+        std::any_of(cancels.begin(), cancels.end(), [i](const Cancellation& c) { return c.which == i; });
     if (cancelled) {
       ExpectCancelledPrefix(piped.outcomes[i], plain.outcomes[i], i);
     } else {
@@ -152,7 +136,7 @@ TEST(EnginePipelineTest, GreedyBatchesAcrossChunkedPrefillAndLateArrivals) {
   s.max_batch_tokens = 40;  // long prompts go in chunks next to pipelined decode steps
   const RunResult r = ExpectSameAsUnpipelined(s, a);
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(r.outcomes[i].finish.at(0), FinishReason::kLength);
+    EXPECT_EQ(r.outcomes[i].finish.at(0).finish, FinishReason::kLength);
     EXPECT_EQ(r.outcomes[i].tokens.at(0).size(), static_cast<size_t>(a[i].request.max_tokens));
   }
 }
@@ -182,7 +166,8 @@ TEST(EnginePipelineTest, PrefixCacheHitsOnBlocksCommittedBeforeTheirPassIsTaken)
 TEST(EnginePipelineTest, StopStringsAndEndTokensEndSequencesWithARowInFlight) {
   // A stop string from the middle of a greedy text: found one step after the next pass was
   // queued, whose row for the sequence is then dropped.
-  const RunResult probe = RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOff, {{0, Greedy(Prompt(20, 9, Vocab()), 30)}});
+  const RunResult probe =
+      RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOff, {{0, Greedy(Prompt(20, 9, Vocab()), 30)}});
   const std::string text = probe.outcomes[0].text.at(0);
   ASSERT_GT(text.size(), 12u);
   GenerationRequest stop = Greedy(Prompt(20, 9, Vocab()), 30);
@@ -195,10 +180,10 @@ TEST(EnginePipelineTest, StopStringsAndEndTokensEndSequencesWithARowInFlight) {
   eos.sampling.logit_bias = {{f.tokenizer->vocab().eog.at(0), 1000.0f}};
   std::vector<Arrival> a = {{0, stop}, {0, Greedy(Prompt(25, 3, Vocab()), 30)}, {6, eos}, {2, stop}};
   const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a);
-  EXPECT_EQ(r.outcomes[0].finish.at(0), FinishReason::kStop);
+  EXPECT_EQ(r.outcomes[0].finish.at(0).finish, FinishReason::kStop);
   EXPECT_LT(r.outcomes[0].tokens.at(0).size(), 30u);
-  EXPECT_EQ(r.outcomes[2].finish.at(0), FinishReason::kStop);
-  EXPECT_EQ(r.outcomes[2].completion_tokens.at(0), 1);
+  EXPECT_EQ(r.outcomes[2].finish.at(0).finish, FinishReason::kStop);
+  EXPECT_EQ(r.outcomes[2].finish.at(0).usage.completion_tokens, 1);
 }
 
 TEST(EnginePipelineTest, TheContextLimitParksASequenceBeforeItsLastTokenIsKnown) {
@@ -211,7 +196,7 @@ TEST(EnginePipelineTest, TheContextLimitParksASequenceBeforeItsLastTokenIsKnown)
   }
   const RunResult r = ExpectSameAsUnpipelined(s, a);
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(r.outcomes[i].finish.at(0), FinishReason::kLength);
+    EXPECT_EQ(r.outcomes[i].finish.at(0).finish, FinishReason::kLength);
     EXPECT_EQ(r.outcomes[i].tokens.at(0).size() + a[i].request.prompt.size(), 64u);
   }
 }
@@ -220,9 +205,9 @@ TEST(EnginePipelineTest, CancellationsWhileAPassIsInFlight) {
   std::vector<Arrival> a;
   for (int i = 0; i < 4; ++i) a.push_back({0, Greedy(Prompt(30 + 9 * i, 40 + i, Vocab()), 40)});
   const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {{8, 1}, {15, 3}});
-  EXPECT_EQ(r.outcomes[1].finish.at(0), FinishReason::kCancelled);
-  EXPECT_EQ(r.outcomes[3].finish.at(0), FinishReason::kCancelled);
-  EXPECT_EQ(r.outcomes[0].finish.at(0), FinishReason::kLength);
+  EXPECT_EQ(r.outcomes[1].finish.at(0).finish, FinishReason::kCancelled);
+  EXPECT_EQ(r.outcomes[3].finish.at(0).finish, FinishReason::kCancelled);
+  EXPECT_EQ(r.outcomes[0].finish.at(0).finish, FinishReason::kLength);
 }
 
 TEST(EnginePipelineTest, RandomizedMixOfGreedySampledAndCancelled) {

@@ -19,34 +19,13 @@
 namespace herd {
 namespace {
 
+using testing::Drain;
 using testing::EngineSetup;
 using testing::Fixture;
 using testing::Greedy;
 using testing::Make;
+using testing::Outcome;
 using testing::Prompt;
-
-struct Outcome {
-  std::map<int32_t, std::vector<int32_t>> tokens;  // per choice
-  std::map<int32_t, std::string> text;
-  std::map<int32_t, EngineEvent> finish;
-};
-
-// Drains a stream that has ended (steps must have been run).
-Outcome Drain(RequestStream& s) {
-  Outcome o;
-  EngineEvent ev;
-  while (s.TryNext(&ev)) {
-    if (ev.kind == EngineEvent::Kind::kToken) {
-      o.tokens[ev.index].push_back(ev.token);
-      o.text[ev.index] += ev.text;
-    } else {
-      o.text[ev.index] += ev.text;
-      o.finish[ev.index] = ev;
-    }
-  }
-  EXPECT_TRUE(s.ended());
-  return o;
-}
 
 void RunToIdle(Engine& e, int64_t* steps = nullptr) {
   int64_t n = 0;

@@ -4,7 +4,10 @@
 // scheduler, prefix cache, preemption and embeddings over device memory, graphs and argmax).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -15,6 +18,29 @@
 #include "model/test_models.h"
 
 namespace herd::testing {
+
+// What an ended stream delivered, per choice index: tokens, text, and the finishing event.
+struct Outcome {
+  std::map<int32_t, std::vector<int32_t>> tokens;
+  std::map<int32_t, std::string> text;
+  std::map<int32_t, EngineEvent> finish;
+};
+
+// Drains a stream that has ended (steps must have been run).
+inline Outcome Drain(RequestStream& s) {
+  Outcome o;
+  EngineEvent ev;
+  while (s.TryNext(&ev)) {
+    o.text[ev.index] += ev.text;
+    if (ev.kind == EngineEvent::Kind::kToken) {
+      o.tokens[ev.index].push_back(ev.token);
+    } else {
+      o.finish[ev.index] = ev;
+    }
+  }
+  EXPECT_TRUE(s.ended());
+  return o;
+}
 
 struct Fixture {
   std::unique_ptr<GgufFile> file;

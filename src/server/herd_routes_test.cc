@@ -264,24 +264,13 @@ TEST(HerdRoutesTest, Status) {
 // prefers (affinity: both are idle); /v1/status lists each replica, /metrics labels each
 // replica's series.
 TEST(HerdRoutesTest, ReplicasInStatusAndMetrics) {
-  ModelRegistry* registry = nullptr;
   auto server = std::make_unique<testing::ServerHarness>(
       [&](Router& r, ModelRegistry& m) {
-        registry = &m;
-        ModelInstanceOptions o;
-        o.threads = 1;
-        o.n_ctx = 256;
-        auto entry = FileEntry(testing::TestModelPath("tiny", "F32"), "tiny", o);
-        ASSERT_TRUE(entry.ok());
-        entry->preload = true;
-        entry->devices = {DeviceSpec{}, DeviceSpec{}};
-        ASSERT_TRUE(m.Register(*entry));
-        m.Start();
+        testing::RegisterTinyReplicas(m, "tiny");
         AddOpenAiRoutes(r, m, nullptr);
         AddHerdRoutes(r, m, {});
       },
       /*with_model=*/false);
-  for (int i = 0; i < 600 && registry->Loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   // A user whose requests prefer replica 1, and the number of requests each replica should see.
   std::string user;
   for (int i = 0; user.empty(); ++i) {

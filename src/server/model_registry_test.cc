@@ -41,20 +41,26 @@ Acquired AcquireNow(ModelRegistry& r, const std::string& name, std::optional<dou
   return p.get_future().get();
 }
 
-ModelState StateOf(const ModelRegistry& r, const std::string& name) {
+// The state of `name`'s replica `replica` (0 for a model without replicas).
+ModelState ReplicaState(const ModelRegistry& r, const std::string& name, int replica) {
   for (const auto& s : r.Status()) {
-    if (s.entry.name == name) return s.state;
+    if (s.entry.name == name && s.replica == replica) return s.state;
   }
   return ModelState::kUnloaded;
 }
+ModelState StateOf(const ModelRegistry& r, const std::string& name) { return ReplicaState(r, name, 0); }
 
-// Polls until `name` reaches `state` (the loader thread unloads asynchronously); 20 s at most.
-bool WaitForState(const ModelRegistry& r, const std::string& name, ModelState state) {
+// Polls until the replica reaches `state` (the loader thread loads and unloads asynchronously);
+// 20 s at most.
+bool WaitForReplica(const ModelRegistry& r, const std::string& name, int replica, ModelState state) {
   for (int i = 0; i < 2000; ++i) {
-    if (StateOf(r, name) == state) return true;
+    if (ReplicaState(r, name, replica) == state) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+bool WaitForState(const ModelRegistry& r, const std::string& name, ModelState state) {
+  return WaitForReplica(r, name, 0, state);
 }
 
 TEST(ModelRegistryTest, LoadsOnFirstUseOnceForConcurrentRequests) {
@@ -240,21 +246,6 @@ ModelEntry Replicated(const std::string& name, bool preload = false) {
   ModelEntry e = Entry(name, preload);
   e.devices = {DeviceSpec{}, DeviceSpec{}};
   return e;
-}
-
-ModelState ReplicaState(const ModelRegistry& r, const std::string& name, int replica) {
-  for (const auto& s : r.Status()) {
-    if (s.entry.name == name && s.replica == replica) return s.state;
-  }
-  return ModelState::kUnloaded;
-}
-
-bool WaitForReplica(const ModelRegistry& r, const std::string& name, int replica, ModelState state) {
-  for (int i = 0; i < 2000; ++i) {
-    if (ReplicaState(r, name, replica) == state) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
 }
 
 TEST(ModelRegistryReplicasTest, LeastBusyReplicaServesAndAnotherLoadsWhenAllAreBusy) {

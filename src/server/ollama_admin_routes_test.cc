@@ -225,20 +225,11 @@ TEST(OllamaAdminReplicasTest, PsListsAReplicatedModelOnce) {
   ModelRegistry* registry = nullptr;
   testing::ServerHarness server(
       [&](Router& r, ModelRegistry& m) {
-        ModelInstanceOptions o;
-        o.threads = 1;
-        o.n_ctx = 256;
-        auto e = FileEntry(testing::TestModelPath("tiny", "F32"), "twin", o);
-        ASSERT_TRUE(e.ok());
-        e->preload = true;
-        e->devices = {DeviceSpec{}, DeviceSpec{}};
-        ASSERT_TRUE(m.Register(*e));
-        m.Start();
+        testing::RegisterTinyReplicas(m, "twin");
         registry = &m;
         AddOllamaRoutes(r, m);
       },
       /*with_model=*/false);
-  for (int i = 0; i < 600 && registry->Loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   uint64_t total = 0;
   for (const ModelStatus& s : registry->Status()) {
     ASSERT_EQ(s.state, ModelState::kLoaded);

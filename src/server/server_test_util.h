@@ -14,6 +14,7 @@
 #include "http/test_client.h"
 #include "model/test_models.h"
 #include "server/exchange_util.h"
+#include "server/model_catalog.h"
 #include "server/model_registry.h"
 
 namespace herd::testing {
@@ -76,5 +77,20 @@ class ServerHarness {
   server::ModelRegistry models_;  // outlives the server (declared first, destroyed last)
   std::unique_ptr<HttpServer> server_;
 };
+
+// Registers the tiny F32 model as `name` with two replicas on the CPU (preloaded), starts the
+// registry's loader and waits until both are loaded (for ServerHarness(..., with_model=false)).
+inline void RegisterTinyReplicas(server::ModelRegistry& m, const std::string& name) {
+  server::ModelInstanceOptions o;
+  o.threads = 1;
+  o.n_ctx = 256;
+  auto entry = server::FileEntry(TestModelPath("tiny", "F32"), name, o);
+  ASSERT_TRUE(entry.ok()) << entry.status().ToString();
+  entry->preload = true;
+  entry->devices = {DeviceSpec{}, DeviceSpec{}};
+  ASSERT_TRUE(m.Register(*entry));
+  m.Start();
+  for (int i = 0; i < 600 && m.Loading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
 
 }  // namespace herd::testing
