@@ -18,8 +18,11 @@
 // are too few weight tiles to fill the GPU: partial sums [split][n_tok][rows] float, added in
 // split order by a second kernel (deterministic).
 //
-// Shared memory: raw 2 x 128 x RawStride(T) (<= 78 KB for Q8_0), weight tiles 2 x 128 x 136
-// halves (68 KB), x tiles 2 x 128 x 136 halves (68 KB); one CTA (512 threads) per SM.
+// Shared memory: raw 2 x 128 x RawStride(T) (<= 78 KB for Q8_0), weight tiles 2 x 128 x 128
+// halves (64 KB), x tiles 2 x 128 x 128 halves (64 KB), both XOR-swizzled (SwizzledPiece: no
+// bank conflicts for ldmatrix, the tile stores or the x copies; the padded rows used before cost
+// 2-2.6x the shared-memory wavefronts on the stores, the kernel's limit at 128 tokens); one CTA
+// (512 threads) per SM.
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -31,15 +34,21 @@
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/quant_decode.cuh"
 #include "kernels/cuda/quant_stage.cuh"
+#include "kernels/cuda/wgmma.cuh"
 
 namespace herd::cuda::internal {
 namespace {
 
-constexpr int kTileTok = 128;          // tokens per CTA tile
-constexpr int kTileRows = 128;         // weight rows per CTA tile
-constexpr int kStep = 256;             // values per superstep (raw staging)
-constexpr int kHalfStep = 128;         // values per dequantized tile
-constexpr int kHalfStride = 136;       // halves per shared row (+8: ldmatrix without bank conflicts)
+#ifndef HERD_QTC_WGMMA
+#define HERD_QTC_WGMMA 1
+#endif
+constexpr int kTileTok = 128;                  // tokens per CTA tile
+constexpr int kTileRows = 128;                 // weight rows per CTA tile
+constexpr int kStep = 256;                     // values per superstep (raw staging)
+constexpr int kHalfStep = 128;                 // values per dequantized tile
+constexpr int kRegionBytes = kTileRows * 128;  // one 64-column half of a half tile
+constexpr int kTileBytes = 2 * kRegionBytes;   // a [128][128] half tile
+static_assert(kTileTok == kTileRows, "x and weight tiles share one layout");
 constexpr int kConsumerWarps = 8;      // mma: 4 (tokens) x 2 (rows) warps of 32 tokens x 64 rows
 constexpr int kProducerThreads = 256;  // 8 warps: cp.async copies and decoding
 constexpr int kThreads = kConsumerWarps * 32 + kProducerThreads;
@@ -64,8 +73,7 @@ constexpr int RawStride() {
 }
 template <DType T>
 constexpr size_t SmemBytes() {
-  return 2 * static_cast<size_t>(kTileRows) * RawStride<T>() + 2 * static_cast<size_t>(kTileRows) * kHalfStride * 2 +
-         2 * static_cast<size_t>(kTileTok) * kHalfStride * 2;
+  return 1024 + 2 * static_cast<size_t>(kTileRows) * RawStride<T>() + 4 * static_cast<size_t>(kTileBytes);
 }
 
 struct QtcArgs {
@@ -85,8 +93,18 @@ struct QtcArgs {
   int total_rows;
 };
 
-__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], const void* smem) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+// Half tiles (x and dequantized weights, [128 rows][128 halves]) are stored as two regions
+// (columns 0-63, 64-127) of 128-byte rows in wgmma's 128-byte swizzle (wgmma.cuh): 16-byte piece
+// c of a row at piece (c % 8) ^ (r % 8) of its region. The 8 rows of an ldmatrix 8x8 matrix, a
+// quarter-warp's 16-byte tile stores and the cp.async copies of whole 128-byte lines each hit
+// all 32 banks once (the padded rows used before cost 2-2.6x the wavefronts on the stores).
+// Byte offset of piece c (0-15) of row r:
+__device__ __forceinline__ int TilePiece(int r, int c) {
+  return (c >> 3) * kRegionBytes + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
+
+#if !(defined(__CUDA_ARCH_FEAT_SM90_ALL) && HERD_QTC_WGMMA)
+__device__ __forceinline__ void LdMatrixX4(uint32_t (&r)[4], uint32_t a) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
@@ -100,6 +118,7 @@ __device__ __forceinline__ void Mma16816(float (&c)[4], const uint32_t (&a)[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 
 // Named barriers (ids 1..5; 0 is __syncthreads) between the producer warps (decode) and the
 // consumer warps (mma): bar.arrive signals without waiting, bar.sync waits for `count` threads.
@@ -113,16 +132,21 @@ constexpr int kBarFull = 1;   // + b: wh[b] and xs[b] hold half-step h (h & 1 ==
 constexpr int kBarEmpty = 3;  // + b: the consumers are done with wh[b] and xs[b]
 constexpr int kBarProducers = 5;
 
-template <DType T>
+// kN: tokens the wgmma consumers compute per tile (32, 64 or 128: the fewest covering n_tok);
+// the mma.sync consumers skip 32-token groups past n_tok instead.
+template <DType T, int kN>
 __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_constant__ QtcArgs a) {
   using Q = QTraits<T>;
   constexpr int kStepBytes = StepBytes<T>();
   constexpr int kUnits = RawUnits<T>();
   constexpr int kRawStride = RawStride<T>();
-  extern __shared__ __align__(16) uint8_t smem[];
-  uint8_t* raw = smem;                                                        // [2][rows][kRawStride]
-  __half* wh = reinterpret_cast<__half*>(smem + 2 * kTileRows * kRawStride);  // [2][rows][kHalfStride]
-  __half* xs = wh + 2 * kTileRows * kHalfStride;                              // [2][tok][kHalfStride]
+  extern __shared__ __align__(16) uint8_t smem_unaligned[];
+  // 1024-byte aligned base (the swizzle's repeat); every region below is a multiple of 1024 bytes.
+  uint8_t* smem =
+      smem_unaligned + ((1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_unaligned)) & 1023)) & 1023);
+  uint8_t* raw = smem;                              // [2][rows][kRawStride]
+  uint8_t* wh = smem + 2 * kTileRows * kRawStride;  // [2] half tiles of the weight rows
+  uint8_t* xs = wh + 2 * kTileBytes;                // [2] half tiles of x
   PdlTrigger();
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -159,34 +183,38 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
     const int x_rows = min(kTileTok, a.n_tok - tok0), x_units = x_rows * (kHalfStep / 8);
     for (int u = pt; u < 2 * (kTileTok - x_rows) * (kHalfStep / 8); u += kProducerThreads) {
       const int b = u & 1, t = x_rows + ((u >> 1) >> 4), c = (u >> 1) & 15;
-      *reinterpret_cast<uint4*>(xs + b * kTileTok * kHalfStride + t * kHalfStride + c * 8) = make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(xs + b * kTileBytes + TilePiece(t, c)) = make_uint4(0, 0, 0, 0);
     }
     auto load_x = [&](int h, int b) {
-      __half* dst = xs + b * kTileTok * kHalfStride;
+      uint8_t* dst = xs + b * kTileBytes;
       for (int u = pt; u < x_units; u += kProducerThreads) {
         const int t = u >> 4, c = u & 15;
-        CpAsync16(dst + t * kHalfStride + c * 8, a.x + static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8);
+        CpAsync16(dst + TilePiece(t, c), a.x + static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8);
       }
     };
     // Decodes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 2 chunks
-    // (32 values of one row each) a thread.
+    // (32 values of one row each) a thread. A warp takes 8 rows x 4 chunks; each quarter-warp
+    // (one 16-byte store phase) 4 rows x 2 chunks, whose pieces land on 8 distinct bank groups
+    // under the swizzle.
     auto dequant = [&](int h) {
       const uint8_t* rb = raw + ((h >> 1) & 1) * kTileRows * kRawStride;
       const int shift = static_cast<int>((static_cast<int64_t>(h >> 1) * kStepBytes) & 15);
-      __half* out = wh + (h & 1) * kTileRows * kHalfStride;
+      uint8_t* out = wh + (h & 1) * kTileBytes;
+      const int pw = pt >> 5, quarter = (pt >> 3) & 3, e = pt & 7;
 #pragma unroll
       for (int i = 0; i < kTileRows * 4 / kProducerThreads; ++i) {
-        const int j = pt + kProducerThreads * i;
-        const int r = j >> 2, c = j & 3;
+        const int r = 8 * (pw + (kProducerThreads / 32) * i) + 4 * (quarter & 1) + (e & 3);
+        const int c = 2 * (quarter >> 1) + (e >> 2);
         if (r >= valid_rows) continue;
         const int q = 4 * (h & 1) + c;  // chunk of the superstep
         Chunk ch;
         DecodeChunk<T>(SmemSrc{rb + r * kRawStride}, shift + (q / Q::kChunks) * Q::kBlockBytes, q % Q::kChunks, ch);
         uint32_t hv[16];
         ChunkHalves(ch, hv);  // the same halves as DequantizeRowsToHalf
-        uint4* dst = reinterpret_cast<uint4*>(out + r * kHalfStride + 32 * c);
 #pragma unroll
-        for (int k = 0; k < 4; ++k) dst[k] = make_uint4(hv[4 * k], hv[4 * k + 1], hv[4 * k + 2], hv[4 * k + 3]);
+        for (int k = 0; k < 4; ++k)
+          *reinterpret_cast<uint4*>(out + TilePiece(r, 4 * c + k)) =
+              make_uint4(hv[4 * k], hv[4 * k + 1], hv[4 * k + 2], hv[4 * k + 3]);
       }
     };
     // Per half-step h (buffer b = h & 1): wait until the consumers released buffer b (step
@@ -212,13 +240,60 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
         dequant(h);
         CpAsyncWait<0>();  // x(h) and raw((h + 1) / 2)
       }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && HERD_QTC_WGMMA
+      FenceProxyAsync();  // the tile stores and copies, before the consumers' wgmma reads
+#endif
       BarArrive(kBarFull + b, kThreads);
     }
     return;
   }
 
   // ---- Consumers: mma over the tiles the producers filled. ----
-  PdlWait();                                // y may be read by the kernel before
+  PdlWait();  // y may be read by the kernel before
+  const uint32_t xs_s = static_cast<uint32_t>(__cvta_generic_to_shared(xs));
+  const uint32_t wh_s = static_cast<uint32_t>(__cvta_generic_to_shared(wh));
+  // Writes y (or the split's partials) for token tok and tile row r.
+  auto store = [&](int tok, int r, float v) {
+    if (tok >= a.n_tok || r >= valid_rows) return;
+    if (a.splits == 1) {
+      a.y[seg][static_cast<int64_t>(tok) * a.n_out[seg] + row_in_seg + r] = v;
+    } else {
+      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
+    }
+  };
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && HERD_QTC_WGMMA
+  // Two warpgroups, warpgroup g computing D[64 weight rows 64 g.. x kN tokens] with
+  // wgmma m64nNk16: A = the weight tile's rows, B = the x tile's first kN rows (both K-major),
+  // 8 k-steps per half-step, committed as one group; a buffer is released once its group completed
+  // (one group stays in flight while the next buffer is awaited).
+  const int wg = warp >> 2;
+  float acc[kN / 2];
+#pragma unroll
+  for (int k = 0; k < kN / 2; ++k) acc[k] = 0.f;
+  for (int h = h0; h < h1; ++h) {
+    const int b = h & 1;
+    BarSync(kBarFull + b, kThreads);
+    WgmmaFence();
+#pragma unroll
+    for (int m = 0; m < kHalfStep / 16; ++m) {
+      const uint32_t k_off = (m >> 2) * kRegionBytes + (m & 3) * 32;
+      WgmmaM64K16<kN>(acc, WgmmaDesc(wh_s + b * kTileBytes + 64 * wg * 128 + k_off),
+                      WgmmaDesc(xs_s + b * kTileBytes + k_off));
+    }
+    WgmmaCommit();
+    WgmmaWait<1>();  // half-step h - 1's group is done (h's may still run): release its buffer
+    if (h > h0 && h + 1 < h1) BarArrive(kBarEmpty + (b ^ 1), kThreads);
+  }
+  WgmmaWait<0>();
+  // acc[4 j + 2 half + e]: weight row 64 wg + 16 (warp % 4) + lane / 4 + 8 half, token 8 j + 2 (lane % 4) + e.
+  const int r0 = 64 * wg + 16 * (warp & 3) + (lane >> 2), t0 = tok0 + 2 * (lane & 3);
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) store(t0 + 8 * j + e, r0 + 8 * half, acc[4 * j + 2 * half + e]);
+#else
   const int wm = warp >> 1, wn = warp & 1;  // tokens [32 wm, +32), rows [64 wn, +64)
   const bool active = tok0 + 32 * wm < a.n_tok;
   float acc[2][8][4];
@@ -228,25 +303,28 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
     for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int k = 0; k < 4; ++k) acc[i][j][k] = 0.f;
-  // ldmatrix row addresses: A (tokens) rows lane % 16, k offset 8 (lane / 16);
-  // B (weight rows) rows (lane % 8) + 8 (lane / 16), k offset 8 ((lane / 8) % 2).
-  const int a_row = lane & 15, a_k = (lane >> 4) * 8;
-  const int b_row = (lane & 7) + ((lane >> 4) << 3), b_k = ((lane >> 3) & 1) * 8;
+  // ldmatrix row addresses for k-step m (k = 16 m): A (tokens) rows lane % 16, piece
+  // 2 m + lane / 16; B (weight rows) rows (lane % 8) + 8 (lane / 16), piece 2 m + (lane / 8) % 2.
+  // Every row has r % 8 == lane % 8, so step m's address is step 0's ^ ((m % 4) << 5), plus
+  // region m / 4 (the tiles are 1024-byte aligned).
+  const uint32_t a_addr = xs_s + TilePiece(32 * wm + (lane & 15), lane >> 4);
+  const uint32_t b_addr = wh_s + TilePiece(64 * wn + (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
   for (int h = h0; h < h1; ++h) {
     const int b = h & 1;
     BarSync(kBarFull + b, kThreads);
     if (active) {
-      const __half* xa = xs + b * kTileTok * kHalfStride + (32 * wm) * kHalfStride;
-      const __half* wb = wh + b * kTileRows * kHalfStride + (64 * wn) * kHalfStride;
+      const uint32_t xa = a_addr + b * kTileBytes;
+      const uint32_t wb = b_addr + b * kTileBytes;
 #pragma unroll
-      for (int kk = 0; kk < kHalfStep; kk += 16) {
+      for (int m = 0; m < kHalfStep / 16; ++m) {
+        const uint32_t sw = (m & 3) << 5, region = (m >> 2) * kRegionBytes;
         uint32_t af[2][4];
 #pragma unroll
-        for (int i = 0; i < 2; ++i) LdMatrixX4(af[i], xa + (16 * i + a_row) * kHalfStride + kk + a_k);
+        for (int i = 0; i < 2; ++i) LdMatrixX4(af[i], ((xa + 16 * i * 128) ^ sw) + region);
 #pragma unroll
         for (int jp = 0; jp < 4; ++jp) {
           uint32_t bf[4];
-          LdMatrixX4(bf, wb + (16 * jp + b_row) * kHalfStride + kk + b_k);
+          LdMatrixX4(bf, ((wb + 16 * jp * 128) ^ sw) + region);
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             Mma16816(acc[i][2 * jp], af[i], bf[0], bf[1]);
@@ -261,27 +339,15 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
   // acc[i][j]: tokens 32 wm + 16 i + g (+8 for [2], [3]), rows 64 wn + 8 j + 2 t (+1).
   const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int tok = tok0 + 32 * wm + 16 * i + g + 8 * half;
-      if (tok >= a.n_tok) continue;
+    for (int half = 0; half < 2; ++half)
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
+      for (int j = 0; j < 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int r = 64 * wn + 8 * j + 2 * t4 + e;
-          if (r >= valid_rows) continue;
-          const float v = acc[i][j][2 * half + e];
-          if (a.splits == 1) {
-            a.y[seg][static_cast<int64_t>(tok) * a.n_out[seg] + row_in_seg + r] = v;
-          } else {
-            a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
-          }
-        }
-      }
-    }
-  }
+        for (int e = 0; e < 2; ++e)
+          store(tok0 + 32 * wm + 16 * i + g + 8 * half, 64 * wn + 8 * j + 2 * t4 + e, acc[i][j][2 * half + e]);
+#endif
 }
 
 // y[seg][t, r] = sum over splits of partial[s][t][row0[seg] + r], splits added in order.
@@ -326,16 +392,26 @@ int ChooseSplits(int64_t ctas, int n_ss) {
   return best;
 }
 
-template <DType T>
-void Launch(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
+template <DType T, int kN>
+void LaunchN(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
   static const bool configured = [] {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmQuantTcKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmQuantTcKernel<T, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(SmemBytes<T>())));
     return true;
   }();
   (void)configured;
-  LaunchPdl(GemmQuantTcKernel<T>, dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)),
+  LaunchPdl(GemmQuantTcKernel<T, kN>, dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)),
             dim3(kThreads), SmemBytes<T>(), stream, a);
+}
+template <DType T>
+void Launch(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
+  if (a.n_tok <= 32) {
+    LaunchN<T, 32>(a, tok_tiles, tiles, stream);
+  } else if (a.n_tok <= 64) {
+    LaunchN<T, 64>(a, tok_tiles, tiles, stream);
+  } else {
+    LaunchN<T, 128>(a, tok_tiles, tiles, stream);
+  }
 }
 
 }  // namespace
