@@ -180,16 +180,23 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
     };
     // x's half tile of half-step h into buffer b: the tile's tokens below n_tok only; the rows
     // past n_tok are zeroed once here (they only reach accumulator rows that are never stored).
-    const int x_rows = min(kTileTok, a.n_tok - tok0), x_units = x_rows * (kHalfStep / 8);
+    const int x_rows = min(kTileTok, a.n_tok - tok0);
     for (int u = pt; u < 2 * (kTileTok - x_rows) * (kHalfStep / 8); u += kProducerThreads) {
       const int b = u & 1, t = x_rows + ((u >> 1) >> 4), c = (u >> 1) & 15;
       *reinterpret_cast<uint4*>(xs + b * kTileBytes + TilePiece(t, c)) = make_uint4(0, 0, 0, 0);
     }
+    // Thread pt copies piece pt % 16 of rows pt / 16 + 16 i: fixed offsets, one add per row.
+    const int xc = pt & 15, xt = pt >> 4;
+    const __half* x_src = a.x + static_cast<int64_t>(tok0 + xt) * a.n_in + xc * 8;
+    const int64_t x_step = static_cast<int64_t>(kProducerThreads / 16) * a.n_in;
+    const int x_dst = TilePiece(xt, xc);
     auto load_x = [&](int h, int b) {
-      uint8_t* dst = xs + b * kTileBytes;
-      for (int u = pt; u < x_units; u += kProducerThreads) {
-        const int t = u >> 4, c = u & 15;
-        CpAsync16(dst + TilePiece(t, c), a.x + static_cast<int64_t>(tok0 + t) * a.n_in + h * kHalfStep + c * 8);
+      uint8_t* dst = xs + b * kTileBytes + x_dst;
+      const __half* src = x_src + h * kHalfStep;
+      for (int t = xt; t < x_rows; t += kProducerThreads / 16) {
+        CpAsync16(dst, src);
+        dst += (kProducerThreads / 16) * 128;
+        src += x_step;
       }
     };
     // Decodes half-step h (chunks 4 (h & 1) .. + 3 of its superstep) into wh[h & 1]: 2 chunks
