@@ -9,20 +9,25 @@
 //   ahead) and per half-step of 128 values x's half tile [128 tokens x 128] (cp.async); they
 //   decode the raw blocks (DecodeChunk, value = fma(sc, q, mn) rounded to half: the same halves
 //   as DequantizeRowsToHalf) into a [128 rows x 128] half tile;
-//   8 consumer warps run mma.sync m16n8k16 (f16 in, f32 accumulate) on the tiles, warp (wm, wn)
-//   covering 32 tokens x 64 rows.
+//   8 consumer warps multiply the tiles: on sm_90a (Hopper) as two warpgroups issuing wgmma
+//   m64nNk16 from shared memory (warpgroup g: weight rows 64 g.. x the first N tokens, N = 32,
+//   64 or 128, the fewest covering n_tok), elsewhere (the compute_90 PTX) with mma.sync
+//   m16n8k16 (f16 in, f32 accumulate), warp (wm, wn) covering 32 tokens x 64 rows.
 // Weight and x tiles are double-buffered; named barriers hand each buffer over (FULL: producers
-// -> consumers, EMPTY: consumers -> producers), so decoding half-step h + 1 overlaps the mma of h.
+// -> consumers, EMPTY: consumers -> producers), so decoding half-step h + 1 overlaps the mma of h
+// (with wgmma, one half-step's group stays in flight while the next buffer is awaited).
 // Weight bytes are read once per token tile (CTAs of one weight tile and different token tiles
 // are adjacent in the grid, so later token tiles find them in L2). Split-K over CTAs when there
 // are too few weight tiles to fill the GPU: partial sums [split][n_tok][rows] float, added in
 // split order by a second kernel (deterministic).
 //
-// Shared memory: raw 2 x 128 x RawStride(T) (<= 78 KB for Q8_0), weight tiles 2 x 128 x 128
-// halves (64 KB), x tiles 2 x 128 x 128 halves (64 KB), both XOR-swizzled (SwizzledPiece: no
-// bank conflicts for ldmatrix, the tile stores or the x copies; the padded rows used before cost
-// 2-2.6x the shared-memory wavefronts on the stores, the kernel's limit at 128 tokens); one CTA
-// (512 threads) per SM.
+// Shared memory: raw 2 x 128 x RawStride(T) (<= 76 KB for Q8_0), weight tiles 2 x 128 x 128
+// halves (64 KB) and x tiles 2 x 128 x 128 halves (64 KB) in wgmma's 128-byte swizzle
+// (TilePiece: also free of bank conflicts for ldmatrix, the tile stores and the x copies), a
+// 1 KiB alignment pad; one CTA (512 threads) per SM.
+// Measured (bench/results/cuda-quant-tc-wgmma-2026-11-25.md): at 128 tokens wgmma + swizzle +
+// the x copy loop take 14336 x 4096 Q4_K from 72 to 62 us; at 16 tokens mma.sync and wgmma are
+// within a few percent.
 #include <cuda_fp16.h>
 
 #include <algorithm>
