@@ -9,6 +9,8 @@
 #                                  with VAR set to each of VALUES (default "0 1") in turn, ROUNDS times
 #   bench/cuda/device_run.sh ab SHAPE TYPE VAR [ROUNDS] [VALUES]  decode b=1 (tg128) with VAR set
 #                                  to each of VALUES (default "0 1") in turn, ROUNDS times (default 2)
+#   bench/cuda/device_run.sh engine-bins SHAPE TYPE CONC ROUNDS BIN...  bench-engine as above with
+#                                  each herd binary BIN (e.g. $DEV/herd_old $DEV/herd) in turn, ROUNDS times
 # Models are generated on the device (random weights, real shapes) into /tmp/models.
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
@@ -57,6 +59,17 @@ case "${1:-}" in
         echo "{\"model\": \"$2-$3\", \"$4\": $v, \"result\": $r}" | tee -a "$OUT/ab.jsonl"
       done
     done ;;
-  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
+  engine-bins)
+    m=$(model "$2" "$3")
+    conc=$4 rounds=$5
+    shift 5
+    for _ in $(seq "$rounds"); do
+      for b in "$@"; do
+        r=$("$b" bench-engine -m "$m" --device cuda --requests "$(( conc * 2 ))" --concurrency "$conc" \
+          --prompt-len 512 --gen-len 128 --batch-tokens 8192 --json 2>&1 | tail -1)
+        echo "{\"model\": \"$2-$3\", \"concurrency\": $conc, \"binary\": \"$b\", \"result\": $r}" | tee -a "$OUT/engine_bins.jsonl"
+      done
+    done ;;
+  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
      exit 2 ;;
 esac
