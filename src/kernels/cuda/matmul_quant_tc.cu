@@ -26,7 +26,7 @@
 // (TilePiece: also free of bank conflicts for ldmatrix, the tile stores and the x copies), a
 // 1 KiB alignment pad; one CTA (512 threads) per SM.
 // Measured (bench/results/cuda-quant-tc-wgmma-2026-11-25.md): at 128 tokens wgmma + swizzle +
-// the x copy loop take 14336 x 4096 Q4_K from 72 to 62 us and 64-token batches gain 6-11%; at
+// the x copy loop take 14336 x 4096 Q4_K from 72 to 62 us and 64-token batches gain 6-12%; at
 // 16 tokens (producer-bound) the large weights take 4-11% longer than with mma.sync consumers.
 #include <cuda_fp16.h>
 
