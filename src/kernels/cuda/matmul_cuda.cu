@@ -7,7 +7,9 @@
 //     (fp32 accumulation and output). F16/BF16 weights are used in place. Quantized weights: the
 //     fused kernel (GemmQuantTc: decoded in shared memory to the same halves, mma.sync) where it
 //     takes the weight and UseQuantTc picks it (batch small for the weight); else dequantized to
-//     half in tiles of at most kTileBytes, one GEMM per tile. F32 weights: SGEMM (no TF32).
+//     half in tiles of at most kTileBytes, one GEMM per tile. F16/BF16 weights on Hopper up to
+//     HalfTcMaxTok tokens: GemmHalfTc (TMA + wgmma, the weights of one type in one launch).
+//     F32 weights: SGEMM (no TF32).
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -34,6 +36,11 @@ constexpr size_t kCublasWorkspace = size_t{32} << 20;
 // up to 128 tokens; from 256 tokens cuBLAS wins on every shape.
 constexpr int64_t kQuantTcMaxTokDefault = 128;
 constexpr int64_t kQuantTcMinElemsPerTokDefault = int64_t{1} << 18;
+// GemmHalfTc or cuBLAS for F16 / BF16 weights (H100, bench/results/cuda-half-tc-2026-11-25.md):
+// GemmHalfTc up to 64 tokens (8B F16 decode, 16 / 64 sequences: +6.7% / +3.9%, mostly Q/K/V in
+// one launch), cuBLAS from 65 (128 sequences: GemmHalfTc 2% slower; its split-K partials and
+// epilogue cost more than they save at 128 tokens).
+constexpr int64_t kHalfTcMaxTokDefault = 64;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -123,6 +130,13 @@ struct MatMulRunner::Impl {
     if (path == MatMulPath::kTensorCoreCublas || !internal::GemmQuantTcSupports(w)) return false;
     if (path == MatMulPath::kTensorCoreFused) return true;
     return n_tok <= QuantTcMaxTok() && w.rows() * w.cols() >= QuantTcMinElemsPerTok() * n_tok;
+  }
+
+  // On the tensor-core path: the TMA / wgmma kernel for F16 / BF16 w at n_tok tokens.
+  bool UseHalfTc(const TensorView& w, int64_t n_tok) const {
+    if (path == MatMulPath::kTensorCoreCublas || !internal::GemmHalfTcSupports(w) || !internal::GemmHalfTcAvailable())
+      return false;
+    return path == MatMulPath::kTensorCoreFused || n_tok <= HalfTcMaxTok();
   }
 
   cublasHandle_t Blas() {
@@ -271,6 +285,24 @@ struct MatMulRunner::Impl {
       const size_t scratch = internal::GemmQuantTcScratchBytes();
       internal::GemmQuantTc({gw, n}, {gy, n}, xh[0], n_tok, partials.Get(scratch, stream), scratch, stream);
     }
+    // F16 / BF16 weights on Hopper (TMA + wgmma): of one type in one launch (up to 4).
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (done[i] || ws[i].rows() == 0 || !UseHalfTc(ws[i], n_tok)) continue;
+      TensorView gw[4];
+      float* gy[4];
+      size_t n = 0;
+      for (size_t j = i; j < ws.size() && n < 4; ++j) {
+        if (!done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0 && UseHalfTc(ws[j], n_tok)) {
+          gw[n] = ws[j];
+          gy[n++] = ys[j];
+          done[j] = true;
+        }
+      }
+      const int k = ws[i].type == DType::kBF16 ? 1 : 0;
+      if (xh[k] == nullptr) xh[k] = Convert(x, n_tok, n_in, k == 1);
+      const size_t scratch = internal::GemmQuantTcScratchBytes();
+      internal::GemmHalfTc({gw, n}, {gy, n}, xh[k], n_tok, partials.Get(scratch, stream), scratch, stream);
+    }
     for (size_t i = 0; i < ws.size(); ++i) {
       const TensorView& w = ws[i];
       if (done[i] || w.rows() == 0) continue;
@@ -365,6 +397,14 @@ int64_t MatMulRunner::QuantTcMinElemsPerTok() {
     return e == nullptr ? kQuantTcMinElemsPerTokDefault : std::atoll(e);
   }();
   return min_elems;
+}
+
+int64_t MatMulRunner::HalfTcMaxTok() {
+  static const int64_t max_tok = [] {
+    const char* e = std::getenv("HERD_CUDA_HALF_TC_MAX_TOK");
+    return e == nullptr ? kHalfTcMaxTokDefault : std::atoll(e);
+  }();
+  return max_tok;
 }
 
 void MatMulRunner::set_path(MatMulPath path) { impl_->path = path; }

@@ -25,7 +25,7 @@ namespace herd::cuda {
 // dequantizing kernel (GemmQuantTc) where it supports the weight and the batch is small for the
 // weight (QuantTcMaxTok, QuantTcMinElemsPerTok below), else dequantized half tiles and cuBLAS; kTensorCoreFused /
 // kTensorCoreCublas force one of the two (kTensorCoreFused still falls back to cuBLAS for weights the kernel does not
-// take).
+// take). F16/BF16 weights likewise take GemmHalfTc (Hopper) or cuBLAS.
 enum class MatMulPath { kAuto, kGemv, kTensorCore, kTensorCoreFused, kTensorCoreCublas };
 
 // One per stream (not thread-safe): owns the cuBLAS handle and the scratch buffers (quantized
@@ -75,6 +75,10 @@ class MatMulRunner {
   // and rows x cols >= QuantTcMinElemsPerTok() x n_tok (HERD_CUDA_QUANT_TC_MIN_ELEMS).
   static int64_t QuantTcMaxTok();
   static int64_t QuantTcMinElemsPerTok();
+  // ... and for an F16 / BF16 weight on a Hopper GPU the TMA / wgmma kernel (GemmHalfTc) when
+  // n_tok <= HalfTcMaxTok() (HERD_CUDA_HALF_TC_MAX_TOK, default 64; HERD_CUDA_HALF_TC=0: never),
+  // else cuBLAS.
+  static int64_t HalfTcMaxTok();
   // The path kAuto takes for a weight of `type` at n_tok tokens (kGemv or kTensorCore).
   static MatMulPath AutoPath(DType type, int64_t n_tok);
 

@@ -225,7 +225,7 @@ int Main(int argc, char** argv) {
                                                       : MatMulPath::kGemv;
           if (path == MatMulPath::kGemv && n_tok > 64) continue;
           if (path != MatMulPath::kGemv && n_tok == 1 && Traits(*type).quantized) continue;
-          if (path != MatMulPath::kGemv && path != MatMulPath::kTensorCore && !Traits(*type).quantized) continue;
+          if (path != MatMulPath::kGemv && path != MatMulPath::kTensorCore && *type == DType::kF32) continue;
           runner.set_path(path);
           for (int c = 0; c < copies; ++c) {
             runner.MatMul(TensorView::Matrix(*type, s.n_out, s.n_in, ws[c]), x, n_tok, y);  // warm-up

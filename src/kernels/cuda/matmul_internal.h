@@ -109,6 +109,17 @@ size_t GemmQuantTcScratchBytes();
 void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, const void* x_half, int64_t n_tok,
                  void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
+// ys[k] = x · ws[k]ᵀ on Hopper's tensor cores for F16 or BF16 weights of one type and one n_in
+// (up to 4 weights per launch; matmul_half_tc.cu): x is half (bf16 for BF16 weights)
+// [n_tok, n_in], 16-byte aligned; products accumulate in float32. Weights must pass
+// GemmHalfTcSupports; only where GemmHalfTcAvailable (an sm_90 GPU, a driver with tensor maps,
+// not switched off by HERD_CUDA_HALF_TC=0 or SetGemmHalfTcEnabled(false)). `scratch`
+// (GemmQuantTcScratchBytes) holds split-K partial sums; deterministic.
+bool GemmHalfTcAvailable();
+void SetGemmHalfTcEnabled(bool on);
+bool GemmHalfTcSupports(const TensorView& w);  // F16/BF16, n_in % 8 == 0, 16-byte aligned
+void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, const void* x_half, int64_t n_tok,
+                void* scratch, size_t scratch_bytes, cudaStream_t stream);
 // Rows [row0, row0 + n_rows) of a quantized w dequantized to half: out [n_rows, w.cols()].
 // Each value is computed in float exactly as ref::DequantizeRow does, then rounded to half.
 void DequantizeRowsToHalf(const TensorView& w, int64_t row0, int64_t n_rows, void* out, cudaStream_t stream);

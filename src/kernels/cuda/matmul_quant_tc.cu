@@ -36,6 +36,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/quant_decode.cuh"
@@ -59,7 +60,7 @@ constexpr int kConsumerWarps = 8;      // mma: 4 (tokens) x 2 (rows) warps of 32
 constexpr int kProducerThreads = 256;  // 8 warps: cp.async copies and decoding
 constexpr int kThreads = kConsumerWarps * 32 + kProducerThreads;
 constexpr int kMaxSplits = 8;
-constexpr int kMaxSegsQ = 4;
+constexpr int kMaxSegsQ = kMaxSplitSegs;
 
 template <DType T>
 constexpr int StepBytes() {
@@ -363,48 +364,6 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
 #endif
 }
 
-// y[seg][t, r] = sum over splits of partial[s][t][row0[seg] + r], splits added in order.
-__global__ void SumSplitsKernel(const __grid_constant__ QtcArgs a) {
-  PdlTrigger();
-  PdlWait();
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<int64_t>(a.n_tok) * a.total_rows) return;
-  const int t = static_cast<int>(i / a.total_rows), gr = static_cast<int>(i % a.total_rows);
-  int seg = 0;
-#pragma unroll
-  for (int s = 1; s < kMaxSegsQ; ++s) seg += s < a.n_segs && gr >= a.row0[s];
-  float v = 0.f;
-  for (int s = 0; s < a.splits; ++s) v += a.partial[(static_cast<int64_t>(s) * a.n_tok + t) * a.total_rows + gr];
-  a.y[seg][static_cast<int64_t>(t) * a.n_out[seg] + gr - a.row0[seg]] = v;
-}
-
-int MultiProcessors() {
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    HERD_CUDA_CHECK(cudaGetDevice(&dev));
-    HERD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return std::max(1, n);
-  }();
-  return sms;
-}
-
-// Splits of K for `ctas` CTAs without splitting (one CTA per SM): the count whose last wave is
-// fullest, each extra split charged 2% (partials written and summed); at most n_ss, and a split
-// launch has at most 2 CTAs per SM (which bounds the partials: GemmQuantTcScratchBytes).
-int ChooseSplits(int64_t ctas, int n_ss) {
-  const int sms = MultiProcessors();
-  int best = 1;
-  double best_score = 0;
-  for (int s = 1; s <= std::min(kMaxSplits, n_ss); ++s) {
-    const int64_t n = ctas * s;
-    if (s > 1 && n > 2 * sms) break;
-    const double fill = static_cast<double>(n) / static_cast<double>((n + sms - 1) / sms * sms);
-    const double score = fill * (1.0 - 0.02 * (s - 1));
-    if (score > best_score + 1e-9) best = s, best_score = score;
-  }
-  return best;
-}
-
 template <DType T, int kN>
 void LaunchN(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
   static const bool configured = [] {
@@ -475,7 +434,7 @@ void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, con
   a.total_rows = rows;
   const int tok_tiles = static_cast<int>((n_tok + kTileTok - 1) / kTileTok);
   const int n_ss = static_cast<int>(n_in / kStep);
-  a.splits = ChooseSplits(static_cast<int64_t>(tiles) * tok_tiles, n_ss);
+  a.splits = ChooseSplits(static_cast<int64_t>(tiles) * tok_tiles, n_ss, kMaxSplits);
   a.ss_per_split = (n_ss + a.splits - 1) / a.splits;
   a.splits = (n_ss + a.ss_per_split - 1) / a.ss_per_split;  // no empty split
   if (a.splits > 1) {
@@ -487,8 +446,11 @@ void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, con
   const bool ok = DispatchQuant(type, [&]<DType T>() { Launch<T>(a, tok_tiles, tiles, stream); });
   HERD_CHECK(ok);
   if (a.splits > 1) {
-    const int64_t n = n_tok * rows;
-    LaunchPdl(SumSplitsKernel, dim3(static_cast<unsigned>((n + 255) / 256)), dim3(256), 0, stream, a);
+    SplitOutputs o{};
+    for (int s = 0; s < kMaxSegsQ; ++s) o.y[s] = a.y[s], o.n_out[s] = a.n_out[s], o.row0[s] = a.row0[s];
+    o.n_segs = a.n_segs;
+    o.total_rows = a.total_rows;
+    SumSplits(o, a.partial, a.splits, n_tok, stream);
   }
 }
 

@@ -1,8 +1,9 @@
-// GemmQuantTc (the warp-specialized fused kernel) is deterministic: repeated runs of the same
-// product give bit-identical outputs, for shapes with a partial weight tile, a partial token tile,
-// split-K and several weights in one launch. A race in the producer/consumer handoff of its
-// shared-memory tiles would show up here as differing outputs (the values themselves are
-// checked against the oracles in matmul_cuda_test.cc).
+// GemmQuantTc (the warp-specialized fused kernel) and GemmHalfTc (F16 / BF16 weights, TMA +
+// wgmma, Hopper only) are deterministic: repeated runs of the same product give bit-identical
+// outputs, for shapes with a partial weight tile, a partial token tile, split-K and several
+// weights in one launch. A race in the producer/consumer handoff of their shared-memory tiles
+// would show up here as differing outputs (the values themselves are checked against the oracles
+// in matmul_cuda_test.cc).
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_cuda.h"
+#include "kernels/cuda/matmul_internal.h"
 #include "kernels/quants.h"
 #include "tensor/quant_blocks.h"
 
@@ -33,7 +35,13 @@ TEST(GemmQuantTcTest, RepeatedRunsAreBitIdentical) {
                         {DType::kQ6_K, 300, 4096, 130},
                         {DType::kQ8_0, 4100, 2048, 64},
                         {DType::kQ2_K, 129, 1024, 17},
-                        {DType::kQ5_0, 1000, 2048, 128}};
+                        {DType::kQ5_0, 1000, 2048, 128},
+                        // GemmHalfTc: K not a multiple of its 64-value stages, many stages per split.
+                        {DType::kF16, 700, 4096, 100},
+                        {DType::kBF16, 300, 4104, 130},
+                        {DType::kF16, 4100, 2048, 64},
+                        {DType::kF16, 129, 1000, 17},
+                        {DType::kBF16, 1000, 14336, 8}};
   constexpr int kRuns = 25;
   std::mt19937 rng(99);
   std::normal_distribution<float> nd(0.f, 1.f);
@@ -80,6 +88,22 @@ TEST(GemmQuantTcTest, RepeatedRunsAreBitIdentical) {
     }
   }
   HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// On a Hopper GPU (sm_90) the F16 / BF16 kernel must be available, so that the tests above and
+// matmul_cuda_test.cc's tensor-core paths run it rather than cuBLAS.
+TEST(GemmHalfTcTest, AvailableOnHopper) {
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << why;
+  int dev = 0, major = 0, minor = 0;
+  HERD_CUDA_CHECK(cudaGetDevice(&dev));
+  HERD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  HERD_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major != 9 || minor != 0) GTEST_SKIP() << "not an sm_90 GPU";
+  EXPECT_TRUE(internal::GemmHalfTcAvailable());
+  std::vector<uint16_t> w(64 * 8);
+  const TensorView view = TensorView::Matrix(DType::kF16, 8, 64, w.data());
+  EXPECT_TRUE(internal::GemmHalfTcSupports(view));
 }
 
 }  // namespace

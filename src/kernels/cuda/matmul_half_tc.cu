@@ -1,0 +1,298 @@
+// GemmHalfTc: y = x · Wᵀ for F16 / BF16 weights on Hopper's tensor cores, for decode batches
+// of 2-64 tokens (MatMulRunner's default range; any n_tok works), where each call streams every
+// weight byte once and several weights sharing x (Q/K/V, gate/up) run as one launch. Measured on
+// H100 (bench/results/cuda-half-tc-2026-11-25.md): per weight on par with cuBLAS from 2 to 64
+// tokens (4096 x 4096: 16.3 vs 17.0 us at 2 tokens), slower at 128 (27.3 vs 17.7: the split-K
+// partials and the end-of-CTA epilogue are not overlapped with the weight stream).
+//
+// A CTA computes a tile of kRows = 128 weight rows x kN tokens (32, 64 or 128: the fewest covering
+// n_tok; more tokens take several token tiles) over a range of K, in stages of 64 values:
+//   one producer thread issues, per stage, two TMA box copies (weights [128][64], x [kN][64], both
+//   in wgmma's 128-byte swizzle, elements outside the tensors zero-filled) counted on the stage's
+//   FULL mbarrier, kStages stages ahead;
+//   two consumer warpgroups (8 warps) wait for FULL, issue 4 wgmma m64nNk16 each (warpgroup g:
+//   weight rows 64 g..), keep one stage's group in flight and release the stage before it on its
+//   EMPTY mbarrier (one arrival per warp), which the producer waits for before refilling it.
+// Nothing but the TMA unit touches the tiles on their way in, so the kernel is bound by the
+// weight stream; x tiles come from L2 (every CTA reads the same x). Split-K over CTAs when there
+// are too few weight tiles (gemm_split_k.h; partials summed in split order: deterministic).
+//
+// Shared memory: kStages x (16 KB weights + kN x 128 bytes x) <= 100 KB and a 1 KiB alignment pad:
+// two CTAs (2 x 288 threads) per SM. Weights are read before PdlWait (no kernel writes them), x
+// and y after it.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm_split_k.h"
+#include "kernels/cuda/launch_pdl.cuh"
+#include "kernels/cuda/matmul_internal.h"
+#include "kernels/cuda/tma.cuh"
+#include "kernels/cuda/wgmma.cuh"
+
+namespace herd::cuda::internal {
+namespace {
+
+constexpr int kRows = 128;                    // weight rows per CTA tile
+constexpr int kStageK = 64;                   // values per stage: one 128-byte swizzle row
+constexpr int kThreads = 8 * 32 + 32;         // two consumer warpgroups + one producer warp
+constexpr int kWBytes = kRows * kStageK * 2;  // 16 KB of weights per stage
+constexpr int kMaxSplits = 8;
+constexpr int kMaxSegs = kMaxSplitSegs;
+
+template <int kN>
+constexpr int Stages() {
+  return kN == 128 ? 3 : kN == 64 ? 4 : 5;  // <= 100 KB: two CTAs per SM
+}
+template <int kN>
+constexpr int StageBytes() {
+  return kWBytes + kN * kStageK * 2;
+}
+template <int kN>
+constexpr size_t SmemBytes() {
+  return 1024 + static_cast<size_t>(Stages<kN>()) * StageBytes<kN>();
+}
+
+struct HtcArgs {
+  CUtensorMap w[kMaxSegs];  // [n_out[s]][n_in], boxes [128][64]
+  CUtensorMap x;            // [n_tok][n_in], boxes [kN][64]
+  float* y[kMaxSegs];       // [n_tok, n_out[s]] (used without splits)
+  int n_out[kMaxSegs];
+  int tile0[kMaxSegs + 1];  // first weight tile of segment s; tile0[n_segs] = total tiles
+  int row0[kMaxSegs];       // first row of segment s in the concatenation (partials' layout)
+  int n_segs;
+  int n_tok;
+  int k_stages;  // ceil(n_in / 64)
+  int splits;
+  int per_split;   // stages per split
+  float* partial;  // [splits][n_tok][total_rows] when splits > 1
+  int total_rows;
+};
+
+template <bool kBf16, int kN>
+__global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_constant__ HtcArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kS = Stages<kN>();
+  constexpr int kStage = StageBytes<kN>();
+  extern __shared__ __align__(16) uint8_t smem_unaligned[];
+  __shared__ __align__(8) uint64_t full[kS], empty[kS];
+  // 1024-byte aligned base (the swizzle's repeat); stage s: weights at s * kStage, x after them.
+  const uint32_t base = (SmemAddr(smem_unaligned) + 1023) & ~1023u;
+  PdlTrigger();
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tok0 = blockIdx.x * kN;
+  const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
+  int seg = 0;
+#pragma unroll
+  for (int s = 1; s < kMaxSegs; ++s) seg += s < a.n_segs && tile >= a.tile0[s];
+  const int row_in_seg = (tile - a.tile0[seg]) * kRows;
+  const int st0 = split * a.per_split;
+  const int n = min(a.k_stages, st0 + a.per_split) - st0;  // >= 1 (no empty split)
+
+  if (tid == 0) {
+    for (int s = 0; s < kS; ++s) {
+      MbarInit(SmemAddr(&full[s]), 1);
+      MbarInit(SmemAddr(&empty[s]), 8);  // one arrival per consumer warp
+    }
+    FenceMbarInit();
+  }
+  __syncthreads();
+
+  if (warp == 8) {
+    // ---- Producer: one thread issues the stage copies. ----
+    if (lane != 0) return;
+    const CUtensorMap* wmap = &a.w[seg];
+    PrefetchTensorMap(wmap);
+    PrefetchTensorMap(&a.x);
+    const int pre = min(n, kS);
+    for (int i = 0; i < pre; ++i) {  // weights: no kernel of the stream writes them
+      MbarArriveExpectTx(SmemAddr(&full[i]), kStage);
+      TmaLoad2d(base + i * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[i]));
+    }
+    PdlWait();  // x comes from the kernel before
+    for (int i = 0; i < pre; ++i)
+      TmaLoad2d(base + i * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[i]));
+    for (int i = pre; i < n; ++i) {
+      const int s = i % kS;
+      MbarWait(SmemAddr(&empty[s]), ((i / kS) - 1) & 1);  // the consumers released use i - kS
+      MbarArriveExpectTx(SmemAddr(&full[s]), kStage);
+      TmaLoad2d(base + s * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
+      TmaLoad2d(base + s * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[s]));
+    }
+    return;
+  }
+
+  // ---- Consumers: warpgroup wg computes D[64 weight rows 64 wg.. x kN tokens]. ----
+  PdlWait();  // y may be read by the kernel before
+  const int wg = warp >> 2;
+  float acc[kN / 2];
+#pragma unroll
+  for (int k = 0; k < kN / 2; ++k) acc[k] = 0.f;
+  for (int i = 0; i < n; ++i) {
+    const int s = i % kS;
+    MbarWait(SmemAddr(&full[s]), (i / kS) & 1);
+    const uint32_t w_s = base + s * kStage + 64 * wg * 128, x_s = base + s * kStage + kWBytes;
+    WgmmaFence();
+#pragma unroll
+    for (int m = 0; m < kStageK / 16; ++m)
+      WgmmaM64K16<kN, kBf16>(acc, WgmmaDesc(w_s + 32 * m), WgmmaDesc(x_s + 32 * m));
+    WgmmaCommit();
+    WgmmaWait<1>();  // stage i - 1's group is done (i's may still run): release its buffer
+    if (i > 0 && lane == 0) MbarArrive(SmemAddr(&empty[(i - 1) % kS]));
+  }
+  WgmmaWait<0>();
+  const int valid_rows = min(kRows, a.n_out[seg] - row_in_seg);
+  auto store = [&](int tok, int r, float v) {
+    if (tok >= a.n_tok || r >= valid_rows) return;
+    if (a.splits == 1) {
+      a.y[seg][static_cast<int64_t>(tok) * a.n_out[seg] + row_in_seg + r] = v;
+    } else {
+      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
+    }
+  };
+  // acc[4 j + 2 half + e]: weight row 64 wg + 16 (warp % 4) + lane / 4 + 8 half, token 8 j + 2 (lane % 4) + e.
+  const int r0 = 64 * wg + 16 * (warp & 3) + (lane >> 2), t0 = tok0 + 2 * (lane & 3);
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) store(t0 + 8 * j + e, r0 + 8 * half, acc[4 * j + 2 * half + e]);
+#else
+  __trap();  // the host launches this kernel only on sm_90 (GemmHalfTcAvailable)
+#endif
+}
+
+template <bool kBf16, int kN>
+void LaunchN(const HtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
+  static const bool configured = [] {
+    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmHalfTcKernel<kBf16, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(SmemBytes<kN>())));
+    return true;
+  }();
+  (void)configured;
+  LaunchPdl(GemmHalfTcKernel<kBf16, kN>,
+            dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)), dim3(kThreads),
+            SmemBytes<kN>(), stream, a);
+}
+
+template <bool kBf16>
+void Launch(const HtcArgs& a, int kn, int tok_tiles, int tiles, cudaStream_t stream) {
+  if (kn == 32) {
+    LaunchN<kBf16, 32>(a, tok_tiles, tiles, stream);
+  } else if (kn == 64) {
+    LaunchN<kBf16, 64>(a, tok_tiles, tiles, stream);
+  } else {
+    LaunchN<kBf16, 128>(a, tok_tiles, tiles, stream);
+  }
+}
+
+std::atomic<int>& EnabledFlag() {
+  static std::atomic<int> on{[] {
+    const char* e = std::getenv("HERD_CUDA_HALF_TC");
+    return e == nullptr || std::strcmp(e, "0") != 0 ? 1 : 0;
+  }()};
+  return on;
+}
+
+}  // namespace
+
+bool GemmHalfTcAvailable() {
+  static const bool hopper = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    CUtensorMap probe;
+    static const uint16_t zeros[64] = {};
+    void* d = nullptr;
+    bool ok = major == 9 && minor == 0 && cudaMalloc(&d, sizeof(zeros)) == cudaSuccess;
+    if (ok) ok = EncodeTensorMap2d(&probe, d, false, 1, 64, 128, 1).ok();
+    if (d != nullptr) cudaFree(d);
+    cudaGetLastError();
+    return ok;
+  }();
+  return hopper && EnabledFlag().load(std::memory_order_relaxed) != 0;
+}
+
+void SetGemmHalfTcEnabled(bool on) { EnabledFlag().store(on ? 1 : 0); }
+
+bool GemmHalfTcSupports(const TensorView& w) {
+  return (w.type == DType::kF16 || w.type == DType::kBF16) && w.cols() % 8 == 0 && w.rows() > 0 &&
+         (reinterpret_cast<uintptr_t>(w.data) & 15) == 0 && w.cols() < INT_MAX / 2 && w.rows() < INT_MAX / 2;
+}
+
+void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, const void* x_half, int64_t n_tok,
+                void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+  HERD_CHECK(ws.size() == ys.size() && ws.size() <= static_cast<size_t>(kMaxSegs));
+  if (ws.empty() || n_tok == 0) return;
+  HERD_CHECK_MSG((reinterpret_cast<uintptr_t>(x_half) & 15) == 0, "GemmHalfTc: x must be 16-byte aligned");
+  const DType type = ws[0].type;
+  const bool bf16 = type == DType::kBF16;
+  const int64_t n_in = ws[0].cols();
+  const int kn = n_tok <= 32 ? 32 : n_tok <= 64 ? 64 : 128;
+  HtcArgs a{};
+  int tiles = 0, rows = 0;
+  for (size_t s = 0; s < ws.size(); ++s) {
+    const TensorView& w = ws[s];
+    HERD_CHECK_MSG(w.type == type && w.cols() == n_in && GemmHalfTcSupports(w),
+                   "GemmHalfTc: weights must share a supported type and n_in");
+    const Status st = EncodeTensorMap2d(&a.w[s], w.data, bf16, static_cast<uint64_t>(w.rows()),
+                                        static_cast<uint64_t>(n_in), w.row_bytes(), kRows);
+    HERD_CHECK_MSG(st.ok(), "GemmHalfTc: %s", st.ToString().c_str());
+    a.y[s] = ys[s];
+    a.n_out[s] = static_cast<int>(w.rows());
+    a.tile0[s] = tiles;
+    a.row0[s] = rows;
+    tiles += static_cast<int>((w.rows() + kRows - 1) / kRows);
+    rows += static_cast<int>(w.rows());
+  }
+  for (size_t s = ws.size(); s <= static_cast<size_t>(kMaxSegs); ++s) {
+    if (s < static_cast<size_t>(kMaxSegs)) a.row0[s] = INT_MAX, a.n_out[s] = 0;
+    a.tile0[s] = tiles;
+  }
+  HERD_CHECK(n_tok < INT_MAX / 128);
+  const Status st = EncodeTensorMap2d(&a.x, x_half, bf16, static_cast<uint64_t>(n_tok), static_cast<uint64_t>(n_in),
+                                      static_cast<uint64_t>(n_in) * 2, static_cast<uint32_t>(kn));
+  HERD_CHECK_MSG(st.ok(), "GemmHalfTc: %s", st.ToString().c_str());
+  a.n_segs = static_cast<int>(ws.size());
+  a.n_tok = static_cast<int>(n_tok);
+  a.total_rows = rows;
+  a.k_stages = static_cast<int>((n_in + kStageK - 1) / kStageK);
+  const int tok_tiles = static_cast<int>((n_tok + kn - 1) / kn);
+  a.splits = ChooseSplits(static_cast<int64_t>(tiles) * tok_tiles, a.k_stages, kMaxSplits);
+  a.per_split = (a.k_stages + a.splits - 1) / a.splits;
+  a.splits = (a.k_stages + a.per_split - 1) / a.per_split;  // no empty split
+  if (a.splits > 1) {
+    const size_t need = static_cast<size_t>(a.splits) * static_cast<size_t>(n_tok) * static_cast<size_t>(rows) * 4;
+    HERD_CHECK_MSG(scratch != nullptr && scratch_bytes >= need, "GemmHalfTc: scratch of %zu bytes < %zu", scratch_bytes,
+                   need);
+    a.partial = static_cast<float*>(scratch);
+  }
+  HERD_CHECK(static_cast<int64_t>(tiles) * a.splits < (int64_t{1} << 16));
+  if (bf16) {
+    Launch<true>(a, kn, tok_tiles, tiles, stream);
+  } else {
+    Launch<false>(a, kn, tok_tiles, tiles, stream);
+  }
+  if (a.splits > 1) {
+    SplitOutputs o{};
+    for (int s = 0; s < kMaxSegs; ++s) o.y[s] = a.y[s], o.n_out[s] = a.n_out[s], o.row0[s] = a.row0[s];
+    o.n_segs = a.n_segs;
+    o.total_rows = a.total_rows;
+    SumSplits(o, a.partial, a.splits, n_tok, stream);
+  }
+}
+
+}  // namespace herd::cuda::internal
