@@ -38,9 +38,11 @@ constexpr int64_t kQuantTcMaxTokDefault = 128;
 constexpr int64_t kQuantTcMinElemsPerTokDefault = int64_t{1} << 18;
 // GemmHalfTc or cuBLAS for F16 / BF16 weights (H100, bench/results/cuda-half-tc-2026-11-25.md):
 // GemmHalfTc up to 64 tokens (8B F16 decode, 16 / 64 sequences: +6.7% / +3.9%, mostly Q/K/V in
-// one launch), cuBLAS from 65 (128 sequences: GemmHalfTc 2% slower; its split-K partials and
-// epilogue cost more than they save at 128 tokens).
+// one launch), and up to 128 for weights sharing a launch (Q/K/V, gate/up; 128 sequences:
+// +1.1%); a single weight at 65-128 tokens takes cuBLAS (GemmHalfTc alone for every weight
+// there: -2%, its split-K partials and epilogue cost more than they save).
 constexpr int64_t kHalfTcMaxTokDefault = 64;
+constexpr int64_t kHalfTcMaxTokGroupedDefault = 128;
 
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -133,10 +135,11 @@ struct MatMulRunner::Impl {
   }
 
   // On the tensor-core path: the TMA / wgmma kernel for F16 / BF16 w at n_tok tokens.
-  bool UseHalfTc(const TensorView& w, int64_t n_tok) const {
+  // `grouped`: w shares its launch with other weights of its type (Q/K/V, gate/up).
+  bool UseHalfTc(const TensorView& w, int64_t n_tok, bool grouped) const {
     if (path == MatMulPath::kTensorCoreCublas || !internal::GemmHalfTcSupports(w) || !internal::GemmHalfTcAvailable())
       return false;
-    return path == MatMulPath::kTensorCoreFused || n_tok <= HalfTcMaxTok();
+    return path == MatMulPath::kTensorCoreFused || n_tok <= (grouped ? HalfTcMaxTokGrouped() : HalfTcMaxTok());
   }
 
   cublasHandle_t Blas() {
@@ -287,12 +290,16 @@ struct MatMulRunner::Impl {
     }
     // F16 / BF16 weights on Hopper (TMA + wgmma): of one type in one launch (up to 4).
     for (size_t i = 0; i < ws.size(); ++i) {
-      if (done[i] || ws[i].rows() == 0 || !UseHalfTc(ws[i], n_tok)) continue;
+      if (done[i] || ws[i].rows() == 0) continue;
+      size_t same = 0;  // weights this launch would take
+      for (size_t j = i; j < ws.size(); ++j) same += !done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0;
+      const bool grouped = same > 1;
+      if (!UseHalfTc(ws[i], n_tok, grouped)) continue;
       TensorView gw[4];
       float* gy[4];
       size_t n = 0;
       for (size_t j = i; j < ws.size() && n < 4; ++j) {
-        if (!done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0 && UseHalfTc(ws[j], n_tok)) {
+        if (!done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0 && UseHalfTc(ws[j], n_tok, grouped)) {
           gw[n] = ws[j];
           gy[n++] = ys[j];
           done[j] = true;
@@ -397,6 +404,14 @@ int64_t MatMulRunner::QuantTcMinElemsPerTok() {
     return e == nullptr ? kQuantTcMinElemsPerTokDefault : std::atoll(e);
   }();
   return min_elems;
+}
+
+int64_t MatMulRunner::HalfTcMaxTokGrouped() {
+  static const int64_t max_tok = [] {
+    const char* e = std::getenv("HERD_CUDA_HALF_TC_GROUPED_MAX_TOK");
+    return e == nullptr ? kHalfTcMaxTokGroupedDefault : std::atoll(e);
+  }();
+  return max_tok;
 }
 
 int64_t MatMulRunner::HalfTcMaxTok() {

@@ -79,6 +79,9 @@ class MatMulRunner {
   // n_tok <= HalfTcMaxTok() (HERD_CUDA_HALF_TC_MAX_TOK, default 64; HERD_CUDA_HALF_TC=0: never),
   // else cuBLAS.
   static int64_t HalfTcMaxTok();
+  // The same limit for weights sharing one launch (Q/K/V, gate/up; HERD_CUDA_HALF_TC_GROUPED_MAX_TOK,
+  // default 128).
+  static int64_t HalfTcMaxTokGrouped();
   // The path kAuto takes for a weight of `type` at n_tok tokens (kGemv or kTensorCore).
   static MatMulPath AutoPath(DType type, int64_t n_tok);
 

@@ -205,26 +205,7 @@ std::atomic<int>& EnabledFlag() {
 
 }  // namespace
 
-bool GemmHalfTcAvailable() {
-  static const bool hopper = [] {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    CUtensorMap probe;
-    static const uint16_t zeros[64] = {};
-    void* d = nullptr;
-    bool ok = major == 9 && minor == 0 && cudaMalloc(&d, sizeof(zeros)) == cudaSuccess;
-    if (ok) ok = EncodeTensorMap2d(&probe, d, false, 1, 64, 128, 1).ok();
-    if (d != nullptr) cudaFree(d);
-    cudaGetLastError();
-    return ok;
-  }();
-  return hopper && EnabledFlag().load(std::memory_order_relaxed) != 0;
-}
+bool GemmHalfTcAvailable() { return TensorMapsUsable() && EnabledFlag().load(std::memory_order_relaxed) != 0; }
 
 void SetGemmHalfTcEnabled(bool on) { EnabledFlag().store(on ? 1 : 0); }
 

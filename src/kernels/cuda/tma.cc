@@ -48,4 +48,18 @@ Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t
   return Status::Ok();
 }
 
+bool TensorMapsUsable() {
+  static const bool usable = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return major == 9 && minor == 0 && EncodeFunction() != nullptr;
+  }();
+  return usable;
+}
+
 }  // namespace herd::cuda

@@ -21,6 +21,10 @@ namespace herd::cuda {
 Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t rows, uint64_t cols,
                          uint64_t row_bytes, uint32_t box_rows);
 
+// The current device is an sm_90 GPU (where herd's TMA kernels run) and the driver encodes
+// tensor maps. Checked once.
+bool TensorMapsUsable();
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ uint32_t SmemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
