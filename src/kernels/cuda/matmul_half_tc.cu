@@ -1,6 +1,7 @@
 // GemmHalfTc: y = x · Wᵀ for F16 / BF16 weights on Hopper's tensor cores, for decode batches
-// of 2-64 tokens (MatMulRunner's default range; any n_tok works), where each call streams every
-// weight byte once and several weights sharing x (Q/K/V, gate/up) run as one launch. Measured on
+// of 2-64 tokens, 2-128 for weights sharing x (Q/K/V, gate/up), which run as one launch
+// (MatMulRunner's default ranges; any n_tok works), where each call streams every weight byte
+// once. Measured on
 // H100 (bench/results/cuda-half-tc-2026-11-25.md): per weight on par with cuBLAS from 2 to 64
 // tokens (4096 x 4096: 16.3 vs 17.0 us at 2 tokens), slower at 128 (27.3 vs 17.7: the split-K
 // partials and the end-of-CTA epilogue are not overlapped with the weight stream).
