@@ -288,7 +288,7 @@ class CudaBackend final : public Backend {
     if (replaying_) return;
     if (fuse_inputs_) {
       if (!BeginOp(/*matmul=*/true)) return;
-      if (matmul_->MatMulSwiGlu(gate, up, x, n_tok, gate_out)) return;
+      if (matmul_->MatMulSwiGlu(gate, up, x, n_tok, gate_out, next ? &*next : nullptr)) return;
     }
     const TensorView ws[] = {gate, up};
     float* const ys[] = {gate_out, up_out};

@@ -96,6 +96,7 @@ struct MatMulRunner::Impl {
   MatMulPath path = MatMulPath::kAuto;
   DeviceBuffer act[3];     // int8 activations + scales, per format (ActSlot)
   DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
+  DeviceBuffer glu_half;   // GemmHalfTcGlu's output for the next matmul (x of that call is in half_x)
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
   DeviceBuffer partials;   // GemmQuantTc split-K sums
@@ -363,15 +364,43 @@ bool MatMulRunner::FusedSwiGlu(DType weight_type, const float* gate, const float
 
 void MatMulRunner::DropPreparedInput() { impl_->prepared = Impl::Prepared{}; }
 
-bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok,
-                                float* out) {
+bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+                                const TensorView* next) {
   Impl& m = *impl_;
-  if (!IsFloat(gate.type) || gate.type != up.type || gate.rows() != up.rows() || gate.cols() != up.cols() ||
-      !m.UseGemv(gate.type, n_tok)) {
+  if (!IsFloat(gate.type) || gate.type != up.type || gate.rows() != up.rows() || gate.cols() != up.cols()) {
     return false;  // a prepared (quantized) x stays for the caller's MatMulShared
   }
-  if (!internal::GemvFloatGlu(gate, up, x, n_tok, out, m.stream)) return false;
-  m.prepared = Impl::Prepared{};
+  if (m.UseGemv(gate.type, n_tok)) {
+    if (!internal::GemvFloatGlu(gate, up, x, n_tok, out, m.stream)) return false;
+    m.prepared = Impl::Prepared{};
+    return true;
+  }
+  static const bool glu_fused = [] {  // HERD_CUDA_HALF_TC_GLU=0: MatMulShared + SwiGlu (A/B runs)
+    const char* e = std::getenv("HERD_CUDA_HALF_TC_GLU");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  if (n_tok == 0 || !glu_fused || !m.UseHalfTc(gate, n_tok, /*grouped=*/true) ||
+      !m.UseHalfTc(up, n_tok, /*grouped=*/true)) {
+    return false;
+  }
+  const Impl::Prepared pre = std::exchange(m.prepared, Impl::Prepared{});
+  const int64_t n_in = gate.cols(), n_ff = gate.rows();
+  const bool bf16 = gate.type == DType::kBF16;
+  const void* xh = pre.half != nullptr && pre.bf16 == bf16 && pre.Matches(x, n_tok, n_in)
+                       ? pre.half
+                       : m.Convert(x, n_tok, n_in, bf16);
+  // The next matmul's input, when it takes half / bfloat16 x (its own buffer: xh is still read).
+  void* h_out = nullptr;
+  bool h_bf16 = false;
+  if (next != nullptr && next->cols() == n_ff) {
+    const Impl::Input kind = m.InputKind(next->type, n_tok);
+    if (kind == Impl::Input::kHalf || kind == Impl::Input::kBf16) {
+      h_bf16 = kind == Impl::Input::kBf16;
+      h_out = m.glu_half.Get(static_cast<size_t>(n_tok * n_ff) * 2, m.stream);
+    }
+  }
+  internal::GemmHalfTcGlu(gate, up, xh, n_tok, out, h_out, h_bf16, m.stream);
+  if (h_out != nullptr) m.prepared = Impl::Prepared{out, n_tok, n_ff, {}, h_out, h_bf16};
   return true;
 }
 
@@ -383,6 +412,7 @@ void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
       (m.path != MatMulPath::kAuto && m.path != MatMulPath::kGemv)) {
     m.Blas();
     for (DeviceBuffer& b : m.half_x) b.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);
+    m.glu_half.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);
     const int64_t rows =
         std::max<int64_t>(128, static_cast<int64_t>(kTileBytes / (static_cast<size_t>(n_in) * 2)) / 128 * 128);
     m.tile.Get(static_cast<size_t>(rows * n_in) * 2, m.stream);

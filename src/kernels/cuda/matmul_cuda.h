@@ -55,10 +55,14 @@ class MatMulRunner {
                     float* out);
   bool FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in);
   void DropPreparedInput();
-  // out = silu(x · gateᵀ) * (x · upᵀ) as one GEMV launch with the SwiGLU in its epilogue, for
-  // float gate/up of one type and shape on the GEMV path (identical to MatMulShared + SwiGlu);
-  // false, queueing nothing, otherwise. out: [n_tok, gate.rows()].
-  bool MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out);
+  // out = silu(x · gateᵀ) * (x · upᵀ) as one launch with the SwiGLU in its epilogue, for float
+  // gate/up of one type and shape: on the GEMV path (identical to MatMulShared + SwiGlu), or for
+  // F16/BF16 where GemmHalfTc takes them (GemmHalfTcGlu: the same sums; when `next`, the matmul
+  // that will read out, takes half / bfloat16 x, that input is written too and prepared for it,
+  // as PrepareMatMulInput + SwiGlu would). False, queueing nothing, otherwise. out: [n_tok,
+  // gate.rows()].
+  bool MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
+                    const TensorView* next = nullptr);
 
   // Grows the scratch buffers (below) for any weight with up to n_in columns and calls of up to
   // n_tok tokens, so that such calls allocate nothing: call it before capturing a CUDA graph.

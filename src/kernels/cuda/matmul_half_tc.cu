@@ -22,6 +22,8 @@
 // two CTAs (2 x 288 threads) per SM. Weights are read before PdlWait (no kernel writes them), x
 // and y after it.
 #include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/launch_pdl.cuh"
@@ -75,9 +78,15 @@ struct HtcArgs {
   int per_split;   // stages per split
   float* partial;  // [splits][n_tok][total_rows] when splits > 1
   int total_rows;
+  // SwiGLU mode (kGlu): w[0] gate, w[1] up (boxes [64][64]); y[0] [n_tok, n_out[0]] float and,
+  // when set, glu_half [n_tok, n_out[0]] half (bfloat16 when glu_half_bf16) of silu(gate) * up.
+  void* glu_half;
+  int glu_half_bf16;
 };
 
-template <bool kBf16, int kN>
+// kGlu: a tile is 64 gate rows (warpgroup 0) and the same 64 up rows (warpgroup 1); the epilogue
+// writes silu(gate) * up (no split-K).
+template <bool kBf16, int kN, bool kGlu>
 __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_constant__ HtcArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kS = Stages<kN>();
@@ -93,8 +102,8 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
   const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
   int seg = 0;
 #pragma unroll
-  for (int s = 1; s < kMaxSegs; ++s) seg += s < a.n_segs && tile >= a.tile0[s];
-  const int row_in_seg = (tile - a.tile0[seg]) * kRows;
+  for (int s = 1; s < kMaxSegs; ++s) seg += !kGlu && s < a.n_segs && tile >= a.tile0[s];
+  const int row_in_seg = (tile - a.tile0[seg]) * (kGlu ? kRows / 2 : kRows);
   const int st0 = split * a.per_split;
   const int n = min(a.k_stages, st0 + a.per_split) - st0;  // >= 1 (no empty split)
 
@@ -113,10 +122,16 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
     const CUtensorMap* wmap = &a.w[seg];
     PrefetchTensorMap(wmap);
     PrefetchTensorMap(&a.x);
+    // Stage i's weight tile: 128 rows of one map, or (kGlu) 64 gate rows then 64 up rows.
+    auto load_w = [&](int i, int s) {
+      TmaLoad2d(base + s * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
+      if (kGlu)
+        TmaLoad2d(base + s * kStage + kWBytes / 2, &a.w[1], (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
+    };
     const int pre = min(n, kS);
     for (int i = 0; i < pre; ++i) {  // weights: no kernel of the stream writes them
       MbarArriveExpectTx(SmemAddr(&full[i]), kStage);
-      TmaLoad2d(base + i * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[i]));
+      load_w(i, i);
     }
     PdlWait();  // x comes from the kernel before
     for (int i = 0; i < pre; ++i)
@@ -125,7 +140,7 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
       const int s = i % kS;
       MbarWait(SmemAddr(&empty[s]), ((i / kS) - 1) & 1);  // the consumers released use i - kS
       MbarArriveExpectTx(SmemAddr(&full[s]), kStage);
-      TmaLoad2d(base + s * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
+      load_w(i, s);
       TmaLoad2d(base + s * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[s]));
     }
     return;
@@ -150,6 +165,42 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
     if (i > 0 && lane == 0) MbarArrive(SmemAddr(&empty[(i - 1) % kS]));
   }
   WgmmaWait<0>();
+  // acc[4 j + 2 half + e]: weight row 64 wg + 16 (warp % 4) + lane / 4 + 8 half, token 8 j + 2 (lane % 4) + e.
+  const int r0 = 64 * wg + 16 * (warp & 3) + (lane >> 2), t0 = tok0 + 2 * (lane & 3);
+  if constexpr (kGlu) {
+    // Warpgroup 1 hands its up values to warpgroup 0 through the (consumed) stage buffers,
+    // [value k][thread], after both warpgroups' wgmma are done reading them.
+    float* up = reinterpret_cast<float*>(smem_unaligned + (base - SmemAddr(smem_unaligned)));
+    const int ct = tid & 127;
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    if (wg == 1) {
+#pragma unroll
+      for (int k = 0; k < kN / 2; ++k) up[k * 128 + ct] = acc[k];
+    }
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    if (wg == 1) return;
+    const int valid = min(kRows / 2, a.n_out[0] - row_in_seg);
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int k = 4 * j + 2 * half + e, tok = t0 + 8 * j + e, r = r0 + 8 * half;
+          if (tok >= a.n_tok || r >= valid) continue;
+          const float v = Silu(acc[k]) * up[k * 128 + ct];  // as SwiGlu
+          const int64_t o = static_cast<int64_t>(tok) * a.n_out[0] + row_in_seg + r;
+          a.y[0][o] = v;
+          if (a.glu_half != nullptr) {
+            if (a.glu_half_bf16) {
+              static_cast<__nv_bfloat16*>(a.glu_half)[o] = __float2bfloat16_rn(v);
+            } else {
+              static_cast<__half*>(a.glu_half)[o] = __float2half_rn(v);
+            }
+          }
+        }
+    return;
+  }
   const int valid_rows = min(kRows, a.n_out[seg] - row_in_seg);
   auto store = [&](int tok, int r, float v) {
     if (tok >= a.n_tok || r >= valid_rows) return;
@@ -159,8 +210,6 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
       a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
     }
   };
-  // acc[4 j + 2 half + e]: weight row 64 wg + 16 (warp % 4) + lane / 4 + 8 half, token 8 j + 2 (lane % 4) + e.
-  const int r0 = 64 * wg + 16 * (warp & 3) + (lane >> 2), t0 = tok0 + 2 * (lane & 3);
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
@@ -172,27 +221,27 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
 #endif
 }
 
-template <bool kBf16, int kN>
+template <bool kBf16, int kN, bool kGlu>
 void LaunchN(const HtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
   static const bool configured = [] {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmHalfTcKernel<kBf16, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmHalfTcKernel<kBf16, kN, kGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(SmemBytes<kN>())));
     return true;
   }();
   (void)configured;
-  LaunchPdl(GemmHalfTcKernel<kBf16, kN>,
+  LaunchPdl(GemmHalfTcKernel<kBf16, kN, kGlu>,
             dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)), dim3(kThreads),
             SmemBytes<kN>(), stream, a);
 }
 
-template <bool kBf16>
+template <bool kBf16, bool kGlu>
 void Launch(const HtcArgs& a, int kn, int tok_tiles, int tiles, cudaStream_t stream) {
   if (kn == 32) {
-    LaunchN<kBf16, 32>(a, tok_tiles, tiles, stream);
+    LaunchN<kBf16, 32, kGlu>(a, tok_tiles, tiles, stream);
   } else if (kn == 64) {
-    LaunchN<kBf16, 64>(a, tok_tiles, tiles, stream);
+    LaunchN<kBf16, 64, kGlu>(a, tok_tiles, tiles, stream);
   } else {
-    LaunchN<kBf16, 128>(a, tok_tiles, tiles, stream);
+    LaunchN<kBf16, 128, kGlu>(a, tok_tiles, tiles, stream);
   }
 }
 
@@ -264,9 +313,9 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
   }
   HERD_CHECK(static_cast<int64_t>(tiles) * a.splits < (int64_t{1} << 16));
   if (bf16) {
-    Launch<true>(a, kn, tok_tiles, tiles, stream);
+    Launch<true, false>(a, kn, tok_tiles, tiles, stream);
   } else {
-    Launch<false>(a, kn, tok_tiles, tiles, stream);
+    Launch<false, false>(a, kn, tok_tiles, tiles, stream);
   }
   if (a.splits > 1) {
     SplitOutputs o{};
@@ -274,6 +323,49 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
     o.n_segs = a.n_segs;
     o.total_rows = a.total_rows;
     SumSplits(o, a.partial, a.splits, n_tok, stream);
+  }
+}
+
+void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
+                   void* half_out, bool half_out_bf16, cudaStream_t stream) {
+  if (n_tok == 0) return;
+  HERD_CHECK_MSG(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols() &&
+                     GemmHalfTcSupports(gate) && GemmHalfTcSupports(up),
+                 "GemmHalfTcGlu: gate and up must share a supported type and shape");
+  HERD_CHECK_MSG((reinterpret_cast<uintptr_t>(x_half) & 15) == 0, "GemmHalfTcGlu: x must be 16-byte aligned");
+  const bool bf16 = gate.type == DType::kBF16;
+  const int64_t n_in = gate.cols();
+  const int kn = n_tok <= 32 ? 32 : n_tok <= 64 ? 64 : 128;
+  HtcArgs a{};
+  const TensorView* w[2] = {&gate, &up};
+  for (int s = 0; s < 2; ++s) {
+    const Status st = EncodeTensorMap2d(&a.w[s], w[s]->data, bf16, static_cast<uint64_t>(gate.rows()),
+                                        static_cast<uint64_t>(n_in), gate.row_bytes(), kRows / 2);
+    HERD_CHECK_MSG(st.ok(), "GemmHalfTcGlu: %s", st.ToString().c_str());
+  }
+  HERD_CHECK(n_tok < INT_MAX / 128 && gate.rows() < INT_MAX / 2);
+  const Status st = EncodeTensorMap2d(&a.x, x_half, bf16, static_cast<uint64_t>(n_tok), static_cast<uint64_t>(n_in),
+                                      static_cast<uint64_t>(n_in) * 2, static_cast<uint32_t>(kn));
+  HERD_CHECK_MSG(st.ok(), "GemmHalfTcGlu: %s", st.ToString().c_str());
+  const int tiles = static_cast<int>((gate.rows() + kRows / 2 - 1) / (kRows / 2));
+  a.y[0] = out;
+  a.n_out[0] = static_cast<int>(gate.rows());
+  for (int s = 1; s <= kMaxSegs; ++s) a.tile0[s] = tiles;
+  for (int s = 1; s < kMaxSegs; ++s) a.row0[s] = INT_MAX;
+  a.n_segs = 1;
+  a.n_tok = static_cast<int>(n_tok);
+  a.total_rows = a.n_out[0];
+  a.k_stages = static_cast<int>((n_in + kStageK - 1) / kStageK);
+  a.splits = 1;  // the SwiGLU needs whole sums
+  a.per_split = a.k_stages;
+  a.glu_half = half_out;
+  a.glu_half_bf16 = half_out_bf16 ? 1 : 0;
+  const int tok_tiles = static_cast<int>((n_tok + kn - 1) / kn);
+  HERD_CHECK(tiles < (1 << 16));
+  if (bf16) {
+    Launch<true, true>(a, kn, tok_tiles, tiles, stream);
+  } else {
+    Launch<false, true>(a, kn, tok_tiles, tiles, stream);
   }
 }
 

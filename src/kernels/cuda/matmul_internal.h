@@ -120,6 +120,13 @@ void SetGemmHalfTcEnabled(bool on);
 bool GemmHalfTcSupports(const TensorView& w);  // F16/BF16, n_in % 8 == 0, 16-byte aligned
 void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, const void* x_half, int64_t n_tok,
                 void* scratch, size_t scratch_bytes, cudaStream_t stream);
+// out[t, j] = silu(x · gate[j]) * (x · up[j]) ([n_tok, gate.rows()] float, computed as SwiGlu
+// does from the two GemmHalfTc sums) and, when half_out is set, the same values rounded to half
+// (half_out_bf16: bfloat16) as ConvertActivations rounds them: the gate/up GEMM with the SwiGLU
+// and the down projection's input conversion in its epilogue (a CTA takes 64 gate rows and the
+// same 64 up rows; no split-K). Gate and up: one supported type and shape; x as for GemmHalfTc.
+void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
+                   void* half_out, bool half_out_bf16, cudaStream_t stream);
 // Rows [row0, row0 + n_rows) of a quantized w dequantized to half: out [n_rows, w.cols()].
 // Each value is computed in float exactly as ref::DequantizeRow does, then rounded to half.
 void DequantizeRowsToHalf(const TensorView& w, int64_t row0, int64_t n_rows, void* out, cudaStream_t stream);
