@@ -1,10 +1,10 @@
 // GemmHalfTc: y = x · Wᵀ for F16 / BF16 weights on Hopper's tensor cores, for decode batches
 // of 2-64 tokens, 2-128 for weights sharing x (Q/K/V, gate/up), which run as one launch
 // (MatMulRunner's default ranges; any n_tok works), where each call streams every weight byte
-// once. Measured on
-// H100 (bench/results/cuda-half-tc-2026-11-25.md): per weight on par with cuBLAS from 2 to 64
-// tokens (4096 x 4096: 16.3 vs 17.0 us at 2 tokens), slower at 128 (27.3 vs 17.7: the split-K
-// partials and the end-of-CTA epilogue are not overlapped with the weight stream).
+// once. Measured on H100 (bench/results/cuda-half-tc-2026-11-25.md): per weight on par with
+// cuBLAS from 2 to 64 tokens (4096 x 4096: 16.3 vs 17.0 us at 2 tokens), slower at 128 (27.3 vs
+// 17.7: the split-K partials and the end-of-CTA epilogue are not overlapped with the weight
+// stream); the gain is in the grouped launches.
 //
 // A CTA computes a tile of kRows = 128 weight rows x kN tokens (32, 64 or 128: the fewest covering
 // n_tok; more tokens take several token tiles) over a range of K, in stages of 64 values:
@@ -14,9 +14,10 @@
 //   two consumer warpgroups (8 warps) wait for FULL, issue 4 wgmma m64nNk16 each (warpgroup g:
 //   weight rows 64 g..), keep one stage's group in flight and release the stage before it on its
 //   EMPTY mbarrier (one arrival per warp), which the producer waits for before refilling it.
-// Nothing but the TMA unit touches the tiles on their way in, so the kernel is bound by the
-// weight stream; x tiles come from L2 (every CTA reads the same x). Split-K over CTAs when there
-// are too few weight tiles (gemm_split_k.h; partials summed in split order: deterministic).
+// No thread copies or converts tile data; x tiles come from L2 (every CTA reads the same x).
+// Split-K over CTAs when there are too few weight tiles (gemm_split_k.h; partials summed in split
+// order: deterministic). SwiGLU mode (GemmHalfTcGlu): the tile's rows are 64 gate rows and the
+// same 64 up rows, and the epilogue writes silu(gate) * up (and its half copy) instead.
 //
 // Shared memory: kStages x (16 KB weights + kN x 128 bytes x) <= 100 KB and a 1 KiB alignment pad:
 // two CTAs (2 x 288 threads) per SM. Weights are read before PdlWait (no kernel writes them), x
