@@ -6,6 +6,8 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 namespace herd::cuda {
 namespace {
 
@@ -49,17 +51,23 @@ Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t
 }
 
 bool TensorMapsUsable() {
-  static const bool usable = [] {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return major == 9 && minor == 0 && EncodeFunction() != nullptr;
-  }();
-  return usable;
+  // Per device (a process may drive GPUs of different generations): 0 unknown, 1 no, 2 yes.
+  static std::atomic<int> known[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  int v = known[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0, minor = 0;
+    const bool queried = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess;
+    if (!queried) cudaGetLastError();
+    v = queried && major == 9 && minor == 0 && EncodeFunction() != nullptr ? 2 : 1;
+    known[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
 }
 
 }  // namespace herd::cuda

@@ -22,7 +22,7 @@ Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t
                          uint64_t row_bytes, uint32_t box_rows);
 
 // The current device is an sm_90 GPU (where herd's TMA kernels run) and the driver encodes
-// tensor maps. Checked once.
+// tensor maps. Checked once per device.
 bool TensorMapsUsable();
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
