@@ -8,7 +8,8 @@
 //     fused kernel (GemmQuantTc: decoded in shared memory to the same halves, mma.sync) where it
 //     takes the weight and UseQuantTc picks it (batch small for the weight); else dequantized to
 //     half in tiles of at most kTileBytes, one GEMM per tile. F16/BF16 weights on Hopper up to
-//     HalfTcMaxTok tokens: GemmHalfTc (TMA + wgmma, the weights of one type in one launch).
+//     HalfTcMaxTok tokens (HalfTcMaxTokGrouped for weights sharing a launch): GemmHalfTc (TMA +
+//     wgmma, the weights of one type in one launch; gate/up with the SwiGLU in MatMulSwiGlu).
 //     F32 weights: SGEMM (no TF32).
 #include <cublas_v2.h>
 
