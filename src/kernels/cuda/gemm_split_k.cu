@@ -1,5 +1,6 @@
 // Split-K helpers of the tensor-core GEMM kernels (gemm_split_k.h).
 #include <algorithm>
+#include <climits>
 
 #include "base/check.h"
 #include "kernels/cuda/cuda_check.h"
@@ -48,6 +49,44 @@ int ChooseSplits(int64_t ctas, int n_k, int max_splits) {
     if (score > best_score + 1e-9) best = s, best_score = score;
   }
   return best;
+}
+
+SegmentLayout LayoutSegments(std::span<const TensorView> ws, std::span<float* const> ys, int tile_rows) {
+  HERD_CHECK(ws.size() == ys.size() && ws.size() <= static_cast<size_t>(kMaxSplitSegs) && tile_rows > 0);
+  SegmentLayout l{};
+  int rows = 0;
+  for (size_t s = 0; s < static_cast<size_t>(kMaxSplitSegs); ++s) {
+    l.tile0[s] = l.tiles;
+    if (s >= ws.size()) {
+      l.out.row0[s] = INT_MAX;
+      continue;
+    }
+    HERD_CHECK(ws[s].rows() < INT_MAX / 2 && rows + ws[s].rows() < INT_MAX / 2);
+    l.out.y[s] = ys[s];
+    l.out.n_out[s] = static_cast<int>(ws[s].rows());
+    l.out.row0[s] = rows;
+    l.tiles += (l.out.n_out[s] + tile_rows - 1) / tile_rows;
+    rows += l.out.n_out[s];
+  }
+  l.tile0[kMaxSplitSegs] = l.tiles;
+  l.out.n_segs = static_cast<int>(ws.size());
+  l.out.total_rows = rows;
+  return l;
+}
+
+SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits, int64_t n_tok, int rows, void* scratch,
+                     size_t scratch_bytes) {
+  SplitPlan p{};
+  p.splits = ChooseSplits(ctas, n_k, max_splits);
+  p.per_split = (n_k + p.splits - 1) / p.splits;
+  p.splits = (n_k + p.per_split - 1) / p.per_split;  // no empty split
+  if (p.splits > 1) {
+    const size_t need = static_cast<size_t>(p.splits) * static_cast<size_t>(n_tok) * static_cast<size_t>(rows) * 4;
+    HERD_CHECK_MSG(scratch != nullptr && scratch_bytes >= need, "split-K: scratch of %zu bytes < %zu", scratch_bytes,
+                   need);
+    p.partial = static_cast<float*>(scratch);
+  }
+  return p;
 }
 
 void SumSplits(const SplitOutputs& o, const float* partial, int splits, int64_t n_tok, cudaStream_t stream) {

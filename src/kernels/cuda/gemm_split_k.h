@@ -1,10 +1,14 @@
-// Split-K for the tensor-core GEMM kernels (matmul_quant_tc.cu, matmul_half_tc.cu): how many
-// splits of K a launch takes, and the kernel adding the splits' partial sums. Internal.
+// Launch layout shared by the tensor-core GEMM kernels (matmul_quant_tc.cu, matmul_half_tc.cu):
+// the weights of one launch laid end to end in row tiles, how many splits of K the launch takes,
+// and the kernel adding the splits' partial sums. Internal.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <span>
+
+#include "tensor/tensor.h"
 
 namespace herd::cuda::internal {
 
@@ -20,6 +24,16 @@ struct SplitOutputs {
   int total_rows;
 };
 
+// Weights sharing a launch, end to end in tiles of tile_rows rows: `out` (y, n_out, row0 of each
+// weight; past the last one row0 = INT_MAX and n_out = 0), tile0[s] the first tile of weight s
+// (tile0[s] = tiles for s >= n_segs), `tiles` in all. Plain kernel-argument data (by value).
+struct SegmentLayout {
+  SplitOutputs out;
+  int tile0[kMaxSplitSegs + 1];
+  int tiles;
+};
+SegmentLayout LayoutSegments(std::span<const TensorView> ws, std::span<float* const> ys, int tile_rows);
+
 // The GPU's streaming multiprocessors (read once).
 int MultiProcessors();
 
@@ -28,6 +42,17 @@ int MultiProcessors();
 // summed); a split launch keeps at most 2 CTAs per SM (which bounds the partials:
 // splits x n_tok x rows <= 2 x SMs x 128 x 128 for 128 x 128 tiles).
 int ChooseSplits(int64_t ctas, int n_k, int max_splits);
+
+// A launch's split of n_k units of K: ChooseSplits, then units per split such that no split is
+// empty; partial = scratch when splits > 1 (checked: [splits][n_tok][rows] floats fit
+// scratch_bytes), else nullptr.
+struct SplitPlan {
+  int splits;
+  int per_split;
+  float* partial;
+};
+SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits, int64_t n_tok, int rows, void* scratch,
+                     size_t scratch_bytes);
 
 // y[seg][t, r] = sum over s < splits of partial[s][t][row0[seg] + r], added in split order
 // (deterministic). partial: [splits][n_tok][total_rows] float. Launched with PDL.

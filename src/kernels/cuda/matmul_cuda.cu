@@ -45,6 +45,12 @@ constexpr int64_t kQuantTcMinElemsPerTokDefault = int64_t{1} << 18;
 constexpr int64_t kHalfTcMaxTokDefault = 64;
 constexpr int64_t kHalfTcMaxTokGroupedDefault = 128;
 
+// The integer value of environment variable `name`, or `fallback` when it is not set.
+int64_t EnvInt(const char* name, int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoll(e);
+}
+
 bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 // HERD_CUDA_MATMUL_PATH=gemv|tc|tc-fused|tc-cublas|auto (default auto): the path every runner starts with (a
@@ -376,10 +382,7 @@ bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, co
     m.prepared = Impl::Prepared{};
     return true;
   }
-  static const bool glu_fused = [] {  // HERD_CUDA_HALF_TC_GLU=0: MatMulShared + SwiGlu (A/B runs)
-    const char* e = std::getenv("HERD_CUDA_HALF_TC_GLU");
-    return e == nullptr || std::string_view(e) != "0";
-  }();
+  static const bool glu_fused = EnvInt("HERD_CUDA_HALF_TC_GLU", 1) != 0;  // 0: MatMulShared + SwiGlu (A/B runs)
   if (n_tok == 0 || !glu_fused || !m.UseHalfTc(gate, n_tok, /*grouped=*/true) ||
       !m.UseHalfTc(up, n_tok, /*grouped=*/true)) {
     return false;
@@ -422,35 +425,23 @@ void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
 }
 
 int64_t MatMulRunner::QuantTcMaxTok() {
-  static const int64_t max_tok = [] {
-    const char* e = std::getenv("HERD_CUDA_QUANT_TC_MAX_TOK");
-    return e == nullptr ? kQuantTcMaxTokDefault : std::atoll(e);
-  }();
-  return max_tok;
+  static const int64_t v = EnvInt("HERD_CUDA_QUANT_TC_MAX_TOK", kQuantTcMaxTokDefault);
+  return v;
 }
 
 int64_t MatMulRunner::QuantTcMinElemsPerTok() {
-  static const int64_t min_elems = [] {
-    const char* e = std::getenv("HERD_CUDA_QUANT_TC_MIN_ELEMS");
-    return e == nullptr ? kQuantTcMinElemsPerTokDefault : std::atoll(e);
-  }();
-  return min_elems;
-}
-
-int64_t MatMulRunner::HalfTcMaxTokGrouped() {
-  static const int64_t max_tok = [] {
-    const char* e = std::getenv("HERD_CUDA_HALF_TC_GROUPED_MAX_TOK");
-    return e == nullptr ? kHalfTcMaxTokGroupedDefault : std::atoll(e);
-  }();
-  return max_tok;
+  static const int64_t v = EnvInt("HERD_CUDA_QUANT_TC_MIN_ELEMS", kQuantTcMinElemsPerTokDefault);
+  return v;
 }
 
 int64_t MatMulRunner::HalfTcMaxTok() {
-  static const int64_t max_tok = [] {
-    const char* e = std::getenv("HERD_CUDA_HALF_TC_MAX_TOK");
-    return e == nullptr ? kHalfTcMaxTokDefault : std::atoll(e);
-  }();
-  return max_tok;
+  static const int64_t v = EnvInt("HERD_CUDA_HALF_TC_MAX_TOK", kHalfTcMaxTokDefault);
+  return v;
+}
+
+int64_t MatMulRunner::HalfTcMaxTokGrouped() {
+  static const int64_t v = EnvInt("HERD_CUDA_HALF_TC_GROUPED_MAX_TOK", kHalfTcMaxTokGroupedDefault);
+  return v;
 }
 
 void MatMulRunner::set_path(MatMulPath path) { impl_->path = path; }

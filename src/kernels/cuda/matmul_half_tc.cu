@@ -68,17 +68,12 @@ constexpr size_t SmemBytes() {
 struct HtcArgs {
   CUtensorMap w[kMaxSegs];  // [n_out[s]][n_in], boxes [128][64]
   CUtensorMap x;            // [n_tok][n_in], boxes [kN][64]
-  float* y[kMaxSegs];       // [n_tok, n_out[s]] (used without splits)
-  int n_out[kMaxSegs];
-  int tile0[kMaxSegs + 1];  // first weight tile of segment s; tile0[n_segs] = total tiles
-  int row0[kMaxSegs];       // first row of segment s in the concatenation (partials' layout)
-  int n_segs;
+  SegmentLayout seg;        // outputs y [n_tok, n_out[s]] (used without splits), tiles, rows (partials' layout)
   int n_tok;
   int k_stages;  // ceil(n_in / 64)
   int splits;
   int per_split;   // stages per split
   float* partial;  // [splits][n_tok][total_rows] when splits > 1
-  int total_rows;
   // SwiGLU mode (kGlu): w[0] gate, w[1] up (boxes [64][64]); y[0] [n_tok, n_out[0]] float and,
   // when set, glu_half [n_tok, n_out[0]] half (bfloat16 when glu_half_bf16) of silu(gate) * up.
   void* glu_half;
@@ -103,8 +98,8 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
   const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
   int seg = 0;
 #pragma unroll
-  for (int s = 1; s < kMaxSegs; ++s) seg += !kGlu && s < a.n_segs && tile >= a.tile0[s];
-  const int row_in_seg = (tile - a.tile0[seg]) * (kGlu ? kRows / 2 : kRows);
+  for (int s = 1; s < kMaxSegs; ++s) seg += !kGlu && s < a.seg.out.n_segs && tile >= a.seg.tile0[s];
+  const int row_in_seg = (tile - a.seg.tile0[seg]) * (kGlu ? kRows / 2 : kRows);
   const int st0 = split * a.per_split;
   const int n = min(a.k_stages, st0 + a.per_split) - st0;  // >= 1 (no empty split)
 
@@ -180,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
     }
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
     if (wg == 1) return;
-    const int valid = min(kRows / 2, a.n_out[0] - row_in_seg);
+    const int valid = min(kRows / 2, a.seg.out.n_out[0] - row_in_seg);
 #pragma unroll
     for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
@@ -190,8 +185,8 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
           const int k = 4 * j + 2 * half + e, tok = t0 + 8 * j + e, r = r0 + 8 * half;
           if (tok >= a.n_tok || r >= valid) continue;
           const float v = Silu(acc[k]) * up[k * 128 + ct];  // as SwiGlu
-          const int64_t o = static_cast<int64_t>(tok) * a.n_out[0] + row_in_seg + r;
-          a.y[0][o] = v;
+          const int64_t o = static_cast<int64_t>(tok) * a.seg.out.n_out[0] + row_in_seg + r;
+          a.seg.out.y[0][o] = v;
           if (a.glu_half != nullptr) {
             if (a.glu_half_bf16) {
               static_cast<__nv_bfloat16*>(a.glu_half)[o] = __float2bfloat16_rn(v);
@@ -202,13 +197,14 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
         }
     return;
   }
-  const int valid_rows = min(kRows, a.n_out[seg] - row_in_seg);
+  const int valid_rows = min(kRows, a.seg.out.n_out[seg] - row_in_seg);
   auto store = [&](int tok, int r, float v) {
     if (tok >= a.n_tok || r >= valid_rows) return;
     if (a.splits == 1) {
-      a.y[seg][static_cast<int64_t>(tok) * a.n_out[seg] + row_in_seg + r] = v;
+      a.seg.out.y[seg][static_cast<int64_t>(tok) * a.seg.out.n_out[seg] + row_in_seg + r] = v;
     } else {
-      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
+      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.seg.out.total_rows + a.seg.out.row0[seg] +
+                row_in_seg + r] = v;
     }
   };
 #pragma unroll
@@ -275,7 +271,6 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
   const int64_t n_in = ws[0].cols();
   const int kn = n_tok <= 32 ? 32 : n_tok <= 64 ? 64 : 128;
   HtcArgs a{};
-  int tiles = 0, rows = 0;
   for (size_t s = 0; s < ws.size(); ++s) {
     const TensorView& w = ws[s];
     HERD_CHECK_MSG(w.type == type && w.cols() == n_in && GemmHalfTcSupports(w),
@@ -283,48 +278,28 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
     const Status st = EncodeTensorMap2d(&a.w[s], w.data, bf16, static_cast<uint64_t>(w.rows()),
                                         static_cast<uint64_t>(n_in), w.row_bytes(), kRows);
     HERD_CHECK_MSG(st.ok(), "GemmHalfTc: %s", st.ToString().c_str());
-    a.y[s] = ys[s];
-    a.n_out[s] = static_cast<int>(w.rows());
-    a.tile0[s] = tiles;
-    a.row0[s] = rows;
-    tiles += static_cast<int>((w.rows() + kRows - 1) / kRows);
-    rows += static_cast<int>(w.rows());
   }
-  for (size_t s = ws.size(); s <= static_cast<size_t>(kMaxSegs); ++s) {
-    if (s < static_cast<size_t>(kMaxSegs)) a.row0[s] = INT_MAX, a.n_out[s] = 0;
-    a.tile0[s] = tiles;
-  }
+  a.seg = LayoutSegments(ws, ys, kRows);
+  const int tiles = a.seg.tiles;
   HERD_CHECK(n_tok < INT_MAX / 128);
   const Status st = EncodeTensorMap2d(&a.x, x_half, bf16, static_cast<uint64_t>(n_tok), static_cast<uint64_t>(n_in),
                                       static_cast<uint64_t>(n_in) * 2, static_cast<uint32_t>(kn));
   HERD_CHECK_MSG(st.ok(), "GemmHalfTc: %s", st.ToString().c_str());
-  a.n_segs = static_cast<int>(ws.size());
   a.n_tok = static_cast<int>(n_tok);
-  a.total_rows = rows;
   a.k_stages = static_cast<int>((n_in + kStageK - 1) / kStageK);
   const int tok_tiles = static_cast<int>((n_tok + kn - 1) / kn);
-  a.splits = ChooseSplits(static_cast<int64_t>(tiles) * tok_tiles, a.k_stages, kMaxSplits);
-  a.per_split = (a.k_stages + a.splits - 1) / a.splits;
-  a.splits = (a.k_stages + a.per_split - 1) / a.per_split;  // no empty split
-  if (a.splits > 1) {
-    const size_t need = static_cast<size_t>(a.splits) * static_cast<size_t>(n_tok) * static_cast<size_t>(rows) * 4;
-    HERD_CHECK_MSG(scratch != nullptr && scratch_bytes >= need, "GemmHalfTc: scratch of %zu bytes < %zu", scratch_bytes,
-                   need);
-    a.partial = static_cast<float*>(scratch);
-  }
+  const SplitPlan plan = PlanSplits(static_cast<int64_t>(tiles) * tok_tiles, a.k_stages, kMaxSplits, n_tok,
+                                    a.seg.out.total_rows, scratch, scratch_bytes);
+  a.splits = plan.splits;
+  a.per_split = plan.per_split;
+  a.partial = plan.partial;
   HERD_CHECK(static_cast<int64_t>(tiles) * a.splits < (int64_t{1} << 16));
   if (bf16) {
     Launch<true, false>(a, kn, tok_tiles, tiles, stream);
   } else {
     Launch<false, false>(a, kn, tok_tiles, tiles, stream);
   }
-  if (a.splits > 1) {
-    SplitOutputs o{};
-    for (int s = 0; s < kMaxSegs; ++s) o.y[s] = a.y[s], o.n_out[s] = a.n_out[s], o.row0[s] = a.row0[s];
-    o.n_segs = a.n_segs;
-    o.total_rows = a.total_rows;
-    SumSplits(o, a.partial, a.splits, n_tok, stream);
-  }
+  if (a.splits > 1) SumSplits(a.seg.out, a.partial, a.splits, n_tok, stream);
 }
 
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
@@ -348,14 +323,11 @@ void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_h
   const Status st = EncodeTensorMap2d(&a.x, x_half, bf16, static_cast<uint64_t>(n_tok), static_cast<uint64_t>(n_in),
                                       static_cast<uint64_t>(n_in) * 2, static_cast<uint32_t>(kn));
   HERD_CHECK_MSG(st.ok(), "GemmHalfTcGlu: %s", st.ToString().c_str());
-  const int tiles = static_cast<int>((gate.rows() + kRows / 2 - 1) / (kRows / 2));
-  a.y[0] = out;
-  a.n_out[0] = static_cast<int>(gate.rows());
-  for (int s = 1; s <= kMaxSegs; ++s) a.tile0[s] = tiles;
-  for (int s = 1; s < kMaxSegs; ++s) a.row0[s] = INT_MAX;
-  a.n_segs = 1;
+  const TensorView gw[1] = {gate};
+  float* const gy[1] = {out};
+  a.seg = LayoutSegments(gw, gy, kRows / 2);
+  const int tiles = a.seg.tiles;
   a.n_tok = static_cast<int>(n_tok);
-  a.total_rows = a.n_out[0];
   a.k_stages = static_cast<int>((n_in + kStageK - 1) / kStageK);
   a.splits = 1;  // the SwiGLU needs whole sums
   a.per_split = a.k_stages;

@@ -85,11 +85,7 @@ constexpr size_t SmemBytes() {
 
 struct QtcArgs {
   const uint8_t* w[kMaxSegsQ];
-  float* y[kMaxSegsQ];       // [n_tok, n_out[s]] (used without splits)
-  int n_out[kMaxSegsQ];      // rows of segment s
-  int tile0[kMaxSegsQ + 1];  // first weight tile of segment s; tile0[n_segs] = total tiles
-  int row0[kMaxSegsQ];       // first row of segment s in the concatenation (partials' layout)
-  int n_segs;
+  SegmentLayout seg;  // outputs y [n_tok, n_out[s]] (used without splits), tiles, rows (partials' layout)
   int64_t row_bytes;
   int n_in;
   const __half* x;  // [n_tok, n_in]
@@ -97,7 +93,6 @@ struct QtcArgs {
   int splits;
   int ss_per_split;  // supersteps per split
   float* partial;    // [splits][n_tok][total_rows] when splits > 1
-  int total_rows;
 };
 
 // Half tiles (x and dequantized weights, [128 rows][128 halves]) are stored as two regions
@@ -161,9 +156,9 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
   const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
   int seg = 0;
 #pragma unroll
-  for (int s = 1; s < kMaxSegsQ; ++s) seg += s < a.n_segs && tile >= a.tile0[s];
-  const int row_in_seg = (tile - a.tile0[seg]) * kTileRows;
-  const int valid_rows = min(kTileRows, a.n_out[seg] - row_in_seg);
+  for (int s = 1; s < kMaxSegsQ; ++s) seg += s < a.seg.out.n_segs && tile >= a.seg.tile0[s];
+  const int row_in_seg = (tile - a.seg.tile0[seg]) * kTileRows;
+  const int valid_rows = min(kTileRows, a.seg.out.n_out[seg] - row_in_seg);
   const uint8_t* wbase = a.w[seg] + static_cast<int64_t>(row_in_seg) * a.row_bytes;
   const int n_ss = a.n_in / kStep;
   const int ss0 = split * a.ss_per_split;
@@ -270,9 +265,10 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
   auto store = [&](int tok, int r, float v) {
     if (tok >= a.n_tok || r >= valid_rows) return;
     if (a.splits == 1) {
-      a.y[seg][static_cast<int64_t>(tok) * a.n_out[seg] + row_in_seg + r] = v;
+      a.seg.out.y[seg][static_cast<int64_t>(tok) * a.seg.out.n_out[seg] + row_in_seg + r] = v;
     } else {
-      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.total_rows + a.row0[seg] + row_in_seg + r] = v;
+      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.seg.out.total_rows + a.seg.out.row0[seg] +
+                row_in_seg + r] = v;
     }
   };
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && HERD_QTC_WGMMA
@@ -407,51 +403,29 @@ void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, con
   const DType type = ws[0].type;
   const int64_t n_in = ws[0].cols();
   QtcArgs a{};
-  int tiles = 0, rows = 0;
   for (size_t s = 0; s < ws.size(); ++s) {
     const TensorView& w = ws[s];
     HERD_CHECK_MSG(w.type == type && w.cols() == n_in && GemmQuantTcSupports(w),
                    "GemmQuantTc: weights must share a supported type and n_in");
     a.w[s] = static_cast<const uint8_t*>(w.data);
-    a.y[s] = ys[s];
-    a.n_out[s] = static_cast<int>(w.rows());
-    a.tile0[s] = tiles;
-    a.row0[s] = rows;
-    tiles += static_cast<int>((w.rows() + kTileRows - 1) / kTileRows);
-    rows += static_cast<int>(w.rows());
   }
-  for (size_t s = ws.size(); s <= static_cast<size_t>(kMaxSegsQ); ++s) {
-    if (s < static_cast<size_t>(kMaxSegsQ)) a.row0[s] = INT_MAX, a.n_out[s] = 0;
-    a.tile0[s] = tiles;
-  }
+  a.seg = LayoutSegments(ws, ys, kTileRows);
+  const int tiles = a.seg.tiles;
   if (tiles == 0) return;
   HERD_CHECK(n_tok < INT_MAX / kTileTok);
-  a.n_segs = static_cast<int>(ws.size());
   a.row_bytes = static_cast<int64_t>(ws[0].row_bytes());
   a.n_in = static_cast<int>(n_in);
   a.x = static_cast<const __half*>(x_half);
   a.n_tok = static_cast<int>(n_tok);
-  a.total_rows = rows;
   const int tok_tiles = static_cast<int>((n_tok + kTileTok - 1) / kTileTok);
-  const int n_ss = static_cast<int>(n_in / kStep);
-  a.splits = ChooseSplits(static_cast<int64_t>(tiles) * tok_tiles, n_ss, kMaxSplits);
-  a.ss_per_split = (n_ss + a.splits - 1) / a.splits;
-  a.splits = (n_ss + a.ss_per_split - 1) / a.ss_per_split;  // no empty split
-  if (a.splits > 1) {
-    const size_t need = static_cast<size_t>(a.splits) * static_cast<size_t>(n_tok) * static_cast<size_t>(rows) * 4;
-    HERD_CHECK_MSG(scratch != nullptr && scratch_bytes >= need, "GemmQuantTc: scratch of %zu bytes < %zu",
-                   scratch_bytes, need);
-    a.partial = static_cast<float*>(scratch);
-  }
+  const SplitPlan plan = PlanSplits(static_cast<int64_t>(tiles) * tok_tiles, static_cast<int>(n_in / kStep), kMaxSplits,
+                                    n_tok, a.seg.out.total_rows, scratch, scratch_bytes);
+  a.splits = plan.splits;
+  a.ss_per_split = plan.per_split;
+  a.partial = plan.partial;
   const bool ok = DispatchQuant(type, [&]<DType T>() { Launch<T>(a, tok_tiles, tiles, stream); });
   HERD_CHECK(ok);
-  if (a.splits > 1) {
-    SplitOutputs o{};
-    for (int s = 0; s < kMaxSegsQ; ++s) o.y[s] = a.y[s], o.n_out[s] = a.n_out[s], o.row0[s] = a.row0[s];
-    o.n_segs = a.n_segs;
-    o.total_rows = a.total_rows;
-    SumSplits(o, a.partial, a.splits, n_tok, stream);
-  }
+  if (a.splits > 1) SumSplits(a.seg.out, a.partial, a.splits, n_tok, stream);
 }
 
 }  // namespace herd::cuda::internal
