@@ -43,9 +43,10 @@ using Loaded = testing::LoadedForward;
     if (!cuda::DeviceAvailable(&why)) GTEST_SKIP() << why; \
   } while (0)
 
-Loaded Load(const std::string& path, bool gpu, int32_t n_blocks, DType kv_type = DType::kF16) {
+Loaded Load(const std::string& path, bool gpu, int32_t n_blocks, DType kv_type = DType::kF16, int gpu_index = 0) {
   DeviceSpec d;
   d.cuda = gpu;
+  d.index = gpu_index;
   auto b = MakeBackend(d, 0);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   return testing::LoadForward(path, std::move(b).value(), n_blocks, kv_type);
@@ -244,6 +245,37 @@ TEST(CudaForwardTest, ArgMaxOnlyMatchesTheLogitsArgMax) {
   std::vector<int32_t> ids(3, -7);
   ASSERT_TRUE(l.model->Forward(b, l.cache->layers(), nullptr, ids.data()).ok());
   for (int r = 0; r < 3; ++r) EXPECT_EQ(ids[r], ArgMax(logits.data() + r * n_vocab, n_vocab)) << "row " << r;
+}
+
+// One model instance per GPU in one process (replicas, as `devices = [...]` in herd.toml): loaded
+// on every GPU, then run there one after the other, each GPU gives the tokens and logits of the
+// first. Catches per-device state kept once per process (a kernel's dynamic shared-memory limit
+// is a per-device attribute). F16 and Q4_K_M take the tensor-core GEMMs, the prefill and decode
+// attention kernels and the GEMVs.
+TEST(CudaForwardTest, ReplicasOnEveryGpuAgree) {
+  SKIP_WITHOUT_GPU();
+  int n_gpus = 0;
+  HERD_CUDA_CHECK(cudaGetDeviceCount(&n_gpus));
+  if (n_gpus < 2) GTEST_SKIP() << "needs 2 GPUs, found " << n_gpus;
+  for (const char* type : {"F16", "Q4_K_M"}) {
+    SCOPED_TRACE(type);
+    const std::string path = testing::TestModelPath("tiny", type);
+    std::vector<Loaded> replicas;
+    for (int d = 0; d < n_gpus; ++d) replicas.push_back(Load(path, true, 16, DType::kF16, d));
+    const auto prompt = Prompt(40, replicas[0].model->config().n_vocab);
+    std::vector<float> first0;
+    const auto tokens0 = Greedy(replicas[0], prompt, 16, &first0);
+    for (int d = 1; d < n_gpus; ++d) {
+      std::vector<float> first;
+      EXPECT_EQ(Greedy(replicas[static_cast<size_t>(d)], prompt, 16, &first), tokens0) << "GPU " << d;
+      float max_abs = 0, max_diff = 0;
+      for (size_t i = 0; i < first.size(); ++i) {
+        max_abs = std::max(max_abs, std::fabs(first0[i]));
+        max_diff = std::max(max_diff, std::fabs(first0[i] - first[i]));
+      }
+      EXPECT_LE(max_diff, 1e-4f * (1 + max_abs)) << "GPU " << d;
+    }
+  }
 }
 
 // The CUDA ArgMaxRows against the host default: ties take the first index, NaNs never win.

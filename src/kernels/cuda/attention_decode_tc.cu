@@ -260,13 +260,7 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
 template <int HD>
 void Launch(const Params& p, unsigned grid, cudaStream_t stream) {
   static std::atomic<uint64_t> raised{0};
-  int dev = 0;
-  HERD_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t{1} << (dev & 63);
-  if ((raised.load(std::memory_order_relaxed) & bit) == 0) {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(DecodeTcKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem<HD>));
-    raised.fetch_or(bit);
-  }
+  RaiseDynamicSmem(DecodeTcKernel<HD>, kSmem<HD>, raised);
   LaunchPdl(DecodeTcKernel<HD>, grid, kWarps * 32, kSmem<HD>, stream, p);
 }
 

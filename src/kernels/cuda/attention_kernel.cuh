@@ -434,17 +434,10 @@ template <KvKind T, typename Kernel>
 void LaunchKernel(Kernel kernel, int rm, std::atomic<uint64_t>& raised, const Params& p, unsigned grid,
                   cudaStream_t stream) {
   const size_t smem = SmemBytes(T, p.vec_bytes, p.head_dim, rm);
-  int dev = 0;
-  HERD_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t{1} << (dev & 63);
-  if ((raised.load(std::memory_order_relaxed) & bit) == 0) {
-    // The most any head_dim needs (vector bytes of head_dim kMaxHeadDim).
-    const int max_vec =
-        T == KvKind::kF16 ? 2 * kMaxHeadDim : (T == KvKind::kF32 ? 4 * kMaxHeadDim : kMaxHeadDim / 32 * 34);
-    const int most = static_cast<int>(SmemBytes(T, max_vec, kMaxHeadDim, rm));
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most));
-    raised.fetch_or(bit);
-  }
+  // The most any head_dim needs (vector bytes of head_dim kMaxHeadDim).
+  const int max_vec =
+      T == KvKind::kF16 ? 2 * kMaxHeadDim : (T == KvKind::kF32 ? 4 * kMaxHeadDim : kMaxHeadDim / 32 * 34);
+  RaiseDynamicSmem(kernel, static_cast<int>(SmemBytes(T, max_vec, kMaxHeadDim, rm)), raised);
   LaunchPdl(kernel, grid, kThreads, smem, stream, p);
 }
 

@@ -20,6 +20,7 @@
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
 
 namespace herd::cuda::attn {
 namespace {
@@ -242,13 +243,7 @@ __global__ void __launch_bounds__(128) PrefillTcKernel(const Params p) {
 template <int HD>
 void Launch(const Params& p, unsigned grid, cudaStream_t stream) {
   static std::atomic<uint64_t> raised{0};
-  int dev = 0;
-  HERD_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t{1} << (dev & 63);
-  if ((raised.load(std::memory_order_relaxed) & bit) == 0) {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(PrefillTcKernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem<HD>));
-    raised.fetch_or(bit);
-  }
+  RaiseDynamicSmem(PrefillTcKernel<HD>, kSmem<HD>, raised);
   PrefillTcKernel<HD><<<grid, 128, kSmem<HD>, stream>>>(p);
   HERD_CUDA_CHECK_LAUNCH();
 }

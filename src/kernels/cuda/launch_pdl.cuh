@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <cstdint>
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
@@ -50,6 +52,21 @@ void LaunchPdlIf(bool pdl, void (*kernel)(KArgs...), dim3 grid, dim3 block, size
 template <typename... KArgs, typename... Args>
 void LaunchPdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args&&... args) {
   LaunchPdlIf(PdlEnabled(), kernel, grid, block, smem, stream, std::forward<Args>(args)...);
+}
+
+// Raises `kernel`'s dynamic shared-memory limit to `bytes` on the current device, once per device:
+// the attribute belongs to the device, so a process with a model on each of several GPUs must set
+// it on every one (`raised`: the caller's per-kernel record, bit d for device d; devices past 63
+// share bits with lower ones and then may miss the call: fine while all GPUs of a process are
+// alike, as the GEMV launch helpers assume too).
+template <typename... KArgs>
+void RaiseDynamicSmem(void (*kernel)(KArgs...), int bytes, std::atomic<uint64_t>& raised) {
+  int dev = 0;
+  HERD_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t{1} << (dev & 63);
+  if ((raised.load(std::memory_order_relaxed) & bit) != 0) return;
+  HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  raised.fetch_or(bit);
 }
 
 }  // namespace herd::cuda

@@ -220,12 +220,8 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
 
 template <bool kBf16, int kN, bool kGlu>
 void LaunchN(const HtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
-  static const bool configured = [] {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmHalfTcKernel<kBf16, kN, kGlu>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(SmemBytes<kN>())));
-    return true;
-  }();
-  (void)configured;
+  static std::atomic<uint64_t> raised{0};
+  RaiseDynamicSmem(GemmHalfTcKernel<kBf16, kN, kGlu>, static_cast<int>(SmemBytes<kN>()), raised);
   LaunchPdl(GemmHalfTcKernel<kBf16, kN, kGlu>,
             dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)), dim3(kThreads),
             SmemBytes<kN>(), stream, a);

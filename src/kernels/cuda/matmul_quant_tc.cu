@@ -362,12 +362,8 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
 
 template <DType T, int kN>
 void LaunchN(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
-  static const bool configured = [] {
-    HERD_CUDA_CHECK(cudaFuncSetAttribute(GemmQuantTcKernel<T, kN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(SmemBytes<T>())));
-    return true;
-  }();
-  (void)configured;
+  static std::atomic<uint64_t> raised{0};
+  RaiseDynamicSmem(GemmQuantTcKernel<T, kN>, static_cast<int>(SmemBytes<T>()), raised);
   LaunchPdl(GemmQuantTcKernel<T, kN>, dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)),
             dim3(kThreads), SmemBytes<T>(), stream, a);
 }
