@@ -74,12 +74,17 @@ SegmentLayout LayoutSegments(std::span<const TensorView> ws, std::span<float* co
   return l;
 }
 
-SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits, int64_t n_tok, int rows, void* scratch,
-                     size_t scratch_bytes) {
+SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits) {
   SplitPlan p{};
   p.splits = ChooseSplits(ctas, n_k, max_splits);
   p.per_split = (n_k + p.splits - 1) / p.splits;
   p.splits = (n_k + p.per_split - 1) / p.per_split;  // no empty split
+  return p;
+}
+
+SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits, int64_t n_tok, int rows, void* scratch,
+                     size_t scratch_bytes) {
+  SplitPlan p = PlanSplits(ctas, n_k, max_splits);
   if (p.splits > 1) {
     const size_t need = static_cast<size_t>(p.splits) * static_cast<size_t>(n_tok) * static_cast<size_t>(rows) * 4;
     HERD_CHECK_MSG(scratch != nullptr && scratch_bytes >= need, "split-K: scratch of %zu bytes < %zu", scratch_bytes,

@@ -53,6 +53,8 @@ struct SplitPlan {
 };
 SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits, int64_t n_tok, int rows, void* scratch,
                      size_t scratch_bytes);
+// The same split without partials (a kernel that adds its splits itself): partial = nullptr.
+SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits);
 
 // y[seg][t, r] = sum over s < splits of partial[s][t][row0[seg] + r], added in split order
 // (deterministic). partial: [splits][n_tok][total_rows] float. Launched with PDL.

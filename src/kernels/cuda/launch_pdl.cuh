@@ -31,21 +31,38 @@ __device__ __forceinline__ void PdlWait() { asm volatile("griddepcontrol.wait;\n
 __device__ __forceinline__ void PdlTrigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 
 // kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when
-// `pdl` is true.
+// `pdl` is true, in thread-block clusters of `cluster` CTAs when that is not 1 x 1 x 1 (the grid
+// a multiple of it in each dimension).
 template <typename... KArgs, typename... Args>
-void LaunchPdlIf(bool pdl, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                 Args&&... args) {
+void LaunchPdlClustered(bool pdl, dim3 cluster, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                        cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster.x;
+    attr[n].val.clusterDim.y = cluster.y;
+    attr[n++].val.clusterDim.z = cluster.z;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.numAttrs = n;
   HERD_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+// Without clusters.
+template <typename... KArgs, typename... Args>
+void LaunchPdlIf(bool pdl, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 Args&&... args) {
+  LaunchPdlClustered(pdl, dim3(1, 1, 1), kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 // The same, with programmatic stream serialization unless HERD_CUDA_PDL=0.

@@ -2,9 +2,8 @@
 // of 2-64 tokens, 2-128 for weights sharing x (Q/K/V, gate/up), which run as one launch
 // (MatMulRunner's default ranges; any n_tok works), where each call streams every weight byte
 // once. Measured on H100 (bench/results/cuda-half-tc-2026-11-25.md): per weight on par with
-// cuBLAS from 2 to 64 tokens (4096 x 4096: 16.3 vs 17.0 us at 2 tokens), slower at 128 (27.3 vs
-// 17.7: the split-K partials and the end-of-CTA epilogue are not overlapped with the weight
-// stream); the gain is in the grouped launches.
+// cuBLAS from 2 to 128 tokens (4096 x 4096: 17.7 vs 17.0 us at 2 tokens, 17.6 vs 17.7 at 128),
+// slower at 64 (21.5 vs 16.4); the gain is in the grouped launches.
 //
 // A CTA computes a tile of kRows = 128 weight rows x kN tokens (32, 64 or 128: the fewest covering
 // n_tok; more tokens take several token tiles) over a range of K, in stages of 64 values:
@@ -15,13 +14,17 @@
 //   weight rows 64 g..), keep one stage's group in flight and release the stage before it on its
 //   EMPTY mbarrier (one arrival per warp), which the producer waits for before refilling it.
 // No thread copies or converts tile data; x tiles come from L2 (every CTA reads the same x).
-// Split-K over CTAs when there are too few weight tiles (gemm_split_k.h; partials summed in split
-// order: deterministic). SwiGLU mode (GemmHalfTcGlu): the tile's rows are 64 gate rows and the
-// same 64 up rows, and the epilogue writes silu(gate) * up (and its half copy) instead.
+// Split-K over CTAs when there are too few weight tiles (gemm_split_k.h), summed in split order
+// (deterministic): from 33 tokens on the splits of a tile are one thread-block cluster and add
+// their sums through distributed shared memory (ClusterReduce; no launch of more clusters than
+// fit at once), below that through partials in memory and SumSplits. SwiGLU mode
+// (GemmHalfTcGlu): the tile's rows are 64 gate rows and the same 64 up rows, and the epilogue
+// writes silu(gate) * up (and its half copy) instead.
 //
 // Shared memory: kStages x (16 KB weights + kN x 128 bytes x) <= 100 KB and a 1 KiB alignment pad:
 // two CTAs (2 x 288 threads) per SM. Weights are read before PdlWait (no kernel writes them), x
 // and y after it.
+#include <cooperative_groups.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -49,8 +52,9 @@ constexpr int kRows = 128;                    // weight rows per CTA tile
 constexpr int kStageK = 64;                   // values per stage: one 128-byte swizzle row
 constexpr int kThreads = 8 * 32 + 32;         // two consumer warpgroups + one producer warp
 constexpr int kWBytes = kRows * kStageK * 2;  // 16 KB of weights per stage
-constexpr int kMaxSplits = 8;
+constexpr int kMaxSplits = 8;                 // the largest portable cluster
 constexpr int kMaxSegs = kMaxSplitSegs;
+constexpr int kRedPitch = kRows + 4;  // floats per token row of a CTA's split-K sums
 
 template <int kN>
 constexpr int Stages() {
@@ -70,15 +74,80 @@ struct HtcArgs {
   CUtensorMap x;            // [n_tok][n_in], boxes [kN][64]
   SegmentLayout seg;        // outputs y [n_tok, n_out[s]] (used without splits), tiles, rows (partials' layout)
   int n_tok;
-  int k_stages;  // ceil(n_in / 64)
-  int splits;
+  int k_stages;    // ceil(n_in / 64)
+  int splits;      // CTAs of one tile's K splits
   int per_split;   // stages per split
-  float* partial;  // [splits][n_tok][total_rows] when splits > 1
+  int cluster;     // splits > 1: the splits are a cluster and add up through it (ClusterReduce)
+  float* partial;  // splits > 1, no cluster: [splits][n_tok][total_rows], summed by SumSplits
   // SwiGLU mode (kGlu): w[0] gate, w[1] up (boxes [64][64]); y[0] [n_tok, n_out[0]] float and,
   // when set, glu_half [n_tok, n_out[0]] half (bfloat16 when glu_half_bf16) of silu(gate) * up.
   void* glu_half;
   int glu_half_bf16;
 };
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The producer thread: stage i of this CTA's n (K range from stage st0) into ring slot i % kS,
+// the weights of the first kS stages before PdlWait (no kernel writes them), x after it.
+template <int kN, bool kGlu>
+__device__ __forceinline__ void Produce(const HtcArgs& a, int seg, int row_in_seg, int st0, int n, uint32_t base,
+                                        uint64_t* full, uint64_t* empty) {
+  constexpr int kS = Stages<kN>();
+  constexpr int kStage = StageBytes<kN>();
+  const int tok0 = blockIdx.x * kN;
+  const CUtensorMap* wmap = &a.w[seg];
+  PrefetchTensorMap(wmap);
+  PrefetchTensorMap(&a.x);
+  // Stage i's weight tile: 128 rows of one map, or (kGlu) 64 gate rows then 64 up rows.
+  auto load_w = [&](int i, int s) {
+    TmaLoad2d(base + s * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
+    if (kGlu) TmaLoad2d(base + s * kStage + kWBytes / 2, &a.w[1], (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
+  };
+  const int pre = min(n, kS);
+  for (int i = 0; i < pre; ++i) {  // weights: no kernel of the stream writes them
+    MbarArriveExpectTx(SmemAddr(&full[i]), kStage);
+    load_w(i, i);
+  }
+  PdlWait();  // x comes from the kernel before
+  for (int i = 0; i < pre; ++i)
+    TmaLoad2d(base + i * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[i]));
+  for (int i = pre; i < n; ++i) {
+    const int s = i % kS;
+    MbarWait(SmemAddr(&empty[s]), ((i / kS) - 1) & 1);  // the consumers released use i - kS
+    MbarArriveExpectTx(SmemAddr(&full[s]), kStage);
+    load_w(i, s);
+    TmaLoad2d(base + s * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[s]));
+  }
+}
+
+// Split-K through the cluster (the CTAs of one tile's splits; cluster rank = split): each CTA
+// has left its [kN tokens][kRedPitch] sums at byte `red_off` of its shared memory; after a
+// cluster barrier CTA `split` adds slice `split` of the tile over all ranks in rank order
+// (deterministic) and writes y, then waits at a second barrier so that no CTA leaves while
+// others still read its shared memory. Every thread of every CTA of the cluster calls it.
+template <int kN>
+__device__ __forceinline__ void ClusterReduce(const HtcArgs& a, int seg, int row_in_seg, int tok0, uint32_t red_off,
+                                              uint8_t* smem_unaligned) {
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // release: every CTA's sums are in its shared memory
+  float* red = reinterpret_cast<float*>(smem_unaligned + red_off);
+  const int split = static_cast<int>(cluster.block_rank());
+  constexpr int kElems = kN * kRows;
+  const int per = (kElems + a.splits - 1) / a.splits;
+  const int end = min(kElems, (split + 1) * per);
+  const int valid_rows = min(kRows, a.seg.out.n_out[seg] - row_in_seg);
+  float* y = a.seg.out.y[seg] + row_in_seg;
+  for (int i = split * per + static_cast<int>(threadIdx.x); i < end; i += kThreads) {
+    const int t = i / kRows, r = i % kRows;  // consecutive threads: consecutive rows of one token
+    if (tok0 + t >= a.n_tok || r >= valid_rows) continue;
+    float v = 0.f;
+    for (int s = 0; s < a.splits; ++s) v += cluster.map_shared_rank(red, s)[t * kRedPitch + r];
+    y[static_cast<int64_t>(tok0 + t) * a.seg.out.n_out[seg] + r] = v;
+  }
+  cluster.sync();  // the other CTAs are done reading this one's shared memory
+}
+
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 // kGlu: a tile is 64 gate rows (warpgroup 0) and the same 64 up rows (warpgroup 1); the epilogue
 // writes silu(gate) * up (no split-K).
@@ -114,31 +183,10 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
 
   if (warp == 8) {
     // ---- Producer: one thread issues the stage copies. ----
-    if (lane != 0) return;
-    const CUtensorMap* wmap = &a.w[seg];
-    PrefetchTensorMap(wmap);
-    PrefetchTensorMap(&a.x);
-    // Stage i's weight tile: 128 rows of one map, or (kGlu) 64 gate rows then 64 up rows.
-    auto load_w = [&](int i, int s) {
-      TmaLoad2d(base + s * kStage, wmap, (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
-      if (kGlu)
-        TmaLoad2d(base + s * kStage + kWBytes / 2, &a.w[1], (st0 + i) * kStageK, row_in_seg, SmemAddr(&full[s]));
-    };
-    const int pre = min(n, kS);
-    for (int i = 0; i < pre; ++i) {  // weights: no kernel of the stream writes them
-      MbarArriveExpectTx(SmemAddr(&full[i]), kStage);
-      load_w(i, i);
-    }
-    PdlWait();  // x comes from the kernel before
-    for (int i = 0; i < pre; ++i)
-      TmaLoad2d(base + i * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[i]));
-    for (int i = pre; i < n; ++i) {
-      const int s = i % kS;
-      MbarWait(SmemAddr(&empty[s]), ((i / kS) - 1) & 1);  // the consumers released use i - kS
-      MbarArriveExpectTx(SmemAddr(&full[s]), kStage);
-      load_w(i, s);
-      TmaLoad2d(base + s * kStage + kWBytes, &a.x, (st0 + i) * kStageK, tok0, SmemAddr(&full[s]));
-    }
+    if (lane == 0) Produce<kN, kGlu>(a, seg, row_in_seg, st0, n, base, full, empty);
+    if (!a.cluster) return;
+    __syncwarp();
+    ClusterReduce<kN>(a, seg, row_in_seg, tok0, base - SmemAddr(smem_unaligned), smem_unaligned);
     return;
   }
 
@@ -198,33 +246,109 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
     return;
   }
   const int valid_rows = min(kRows, a.seg.out.n_out[seg] - row_in_seg);
-  auto store = [&](int tok, int r, float v) {
-    if (tok >= a.n_tok || r >= valid_rows) return;
-    if (a.splits == 1) {
-      a.seg.out.y[seg][static_cast<int64_t>(tok) * a.seg.out.n_out[seg] + row_in_seg + r] = v;
-    } else {
-      a.partial[(static_cast<int64_t>(split) * a.n_tok + tok) * a.seg.out.total_rows + a.seg.out.row0[seg] +
-                row_in_seg + r] = v;
-    }
-  };
+  if (!a.cluster) {  // y, or this split's partial sums
+    float* y = a.splits == 1 ? a.seg.out.y[seg] + row_in_seg
+                             : a.partial + static_cast<int64_t>(split) * a.n_tok * a.seg.out.total_rows +
+                                   a.seg.out.row0[seg] + row_in_seg;
+    const int64_t pitch = a.splits == 1 ? a.seg.out.n_out[seg] : a.seg.out.total_rows;
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int tok = t0 + 8 * j + e, r = r0 + 8 * half;
+          if (tok < a.n_tok && r < valid_rows) y[tok * pitch + r] = acc[4 * j + 2 * half + e];
+        }
+    return;
+  }
+  // Split-K: this CTA's sums to its shared memory as [token][kRedPitch] (conflict-free: the 4
+  // token pairs of a quad land 8 banks apart), then the cluster adds them up.
+  float* red = reinterpret_cast<float*>(smem_unaligned + (base - SmemAddr(smem_unaligned)));
+  const int tl = 2 * (lane & 3), rl = r0;
+  asm volatile("bar.sync 1, 256;\n" ::: "memory");  // both warpgroups are done reading the stages
 #pragma unroll
   for (int j = 0; j < kN / 8; ++j)
 #pragma unroll
     for (int half = 0; half < 2; ++half)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) store(t0 + 8 * j + e, r0 + 8 * half, acc[4 * j + 2 * half + e]);
+      for (int e = 0; e < 2; ++e) red[(8 * j + tl + e) * kRedPitch + rl + 8 * half] = acc[4 * j + 2 * half + e];
+  ClusterReduce<kN>(a, seg, row_in_seg, tok0, base - SmemAddr(smem_unaligned), smem_unaligned);
 #else
   __trap();  // the host launches this kernel only on sm_90 (GemmHalfTcAvailable)
 #endif
 }
 
+// K splits at most: HERD_CUDA_HALF_TC_MAX_SPLITS (1..8, A/B runs), else kMaxSplits.
+int MaxSplits() {
+  static const int v = [] {
+    const char* e = std::getenv("HERD_CUDA_HALF_TC_MAX_SPLITS");
+    const int n = e == nullptr ? kMaxSplits : std::atoi(e);
+    return n >= 1 && n <= kMaxSplits ? n : kMaxSplits;
+  }();
+  return v;
+}
+
+// HERD_CUDA_HALF_TC_CLUSTER=0: split-K sums through memory at every token count (A/B runs).
+bool ClusterSplitK() {
+  static const bool on = [] {
+    const char* e = std::getenv("HERD_CUDA_HALF_TC_CLUSTER");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
+// The kernel's dynamic shared-memory limit, raised on the current device.
 template <bool kBf16, int kN, bool kGlu>
-void LaunchN(const HtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
+void Configure() {
   static std::atomic<uint64_t> raised{0};
   RaiseDynamicSmem(GemmHalfTcKernel<kBf16, kN, kGlu>, static_cast<int>(SmemBytes<kN>()), raised);
-  LaunchPdl(GemmHalfTcKernel<kBf16, kN, kGlu>,
-            dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)), dim3(kThreads),
-            SmemBytes<kN>(), stream, a);
+}
+
+// Clusters of `size` CTAs (the K splits of one tile) the GPU runs at once: cluster CTAs must
+// share a GPC, so this can be less than (2 CTAs x SMs) / size. Read once per size (all GPUs of
+// a process are taken to be alike, as for the GEMV launch helpers).
+template <bool kBf16, int kN>
+int ClusterSlots(int size) {
+  static std::atomic<int> slots[kMaxSplits + 1];
+  int v = slots[size].load(std::memory_order_relaxed);
+  if (v == 0) {
+    Configure<kBf16, kN, false>();
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(1, static_cast<unsigned>(size), 1);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = SmemBytes<kN>();
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = static_cast<unsigned>(size);
+    attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    HERD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&v, GemmHalfTcKernel<kBf16, kN, false>, &cfg));
+    v = std::max(v, 1);
+    slots[size].store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+// The most K splits for `ctas` tiles: MaxSplits(), lowered until all clusters fit one wave
+// (a second wave of clusters would double the time the split was to cut).
+template <bool kBf16, int kN>
+int MaxClusterSplits(int64_t ctas) {
+  int s = MaxSplits();
+  while (s > 1 && ctas > ClusterSlots<kBf16, kN>(s)) --s;
+  return s;
+}
+
+template <bool kBf16, int kN, bool kGlu>
+void LaunchN(const HtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
+  Configure<kBf16, kN, kGlu>();
+  static_assert(kN * kRedPitch * 4 <= Stages<kN>() * StageBytes<kN>(), "split-K sums fit the stage buffers");
+  LaunchPdlClustered(PdlEnabled(), dim3(1, static_cast<unsigned>(a.cluster ? a.splits : 1), 1),
+                     GemmHalfTcKernel<kBf16, kN, kGlu>,
+                     dim3(static_cast<unsigned>(tok_tiles), static_cast<unsigned>(tiles * a.splits)), dim3(kThreads),
+                     SmemBytes<kN>(), stream, a);
 }
 
 template <bool kBf16, bool kGlu>
@@ -284,18 +408,30 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
   a.n_tok = static_cast<int>(n_tok);
   a.k_stages = static_cast<int>((n_in + kStageK - 1) / kStageK);
   const int tok_tiles = static_cast<int>((n_tok + kn - 1) / kn);
-  const SplitPlan plan = PlanSplits(static_cast<int64_t>(tiles) * tok_tiles, a.k_stages, kMaxSplits, n_tok,
-                                    a.seg.out.total_rows, scratch, scratch_bytes);
+  const int64_t ctas = static_cast<int64_t>(tiles) * tok_tiles;
+  // Split-K sums: through the cluster from 33 tokens on, through partials in memory below (on
+  // H100, 8B F16 decode: clusters +3% at 64 sequences, -2.4% at 16; bench/results/
+  // cuda-half-tc-2026-11-25.md).
+  a.cluster = kn >= 64 && ClusterSplitK() ? 1 : 0;
+  int max_splits = MaxSplits();
+  if (a.cluster) {
+    max_splits = bf16 ? (kn == 64 ? MaxClusterSplits<true, 64>(ctas) : MaxClusterSplits<true, 128>(ctas))
+                      : (kn == 64 ? MaxClusterSplits<false, 64>(ctas) : MaxClusterSplits<false, 128>(ctas));
+  }
+  const SplitPlan plan =
+      a.cluster ? PlanSplits(ctas, a.k_stages, max_splits)
+                : PlanSplits(ctas, a.k_stages, max_splits, n_tok, a.seg.out.total_rows, scratch, scratch_bytes);
   a.splits = plan.splits;
   a.per_split = plan.per_split;
   a.partial = plan.partial;
+  if (a.splits == 1) a.cluster = 0;
   HERD_CHECK(static_cast<int64_t>(tiles) * a.splits < (int64_t{1} << 16));
   if (bf16) {
     Launch<true, false>(a, kn, tok_tiles, tiles, stream);
   } else {
     Launch<false, false>(a, kn, tok_tiles, tiles, stream);
   }
-  if (a.splits > 1) SumSplits(a.seg.out, a.partial, a.splits, n_tok, stream);
+  if (a.splits > 1 && !a.cluster) SumSplits(a.seg.out, a.partial, a.splits, n_tok, stream);
 }
 
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,

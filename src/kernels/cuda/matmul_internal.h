@@ -113,8 +113,9 @@ void GemmQuantTc(std::span<const TensorView> ws, std::span<float* const> ys, con
 // (up to 4 weights per launch; matmul_half_tc.cu): x is half (bf16 for BF16 weights)
 // [n_tok, n_in], 16-byte aligned; products accumulate in float32. Weights must pass
 // GemmHalfTcSupports; only where GemmHalfTcAvailable (an sm_90 GPU, a driver with tensor maps,
-// not switched off by HERD_CUDA_HALF_TC=0 or SetGemmHalfTcEnabled(false)). `scratch`
-// (GemmQuantTcScratchBytes) holds split-K partial sums; deterministic.
+// not switched off by HERD_CUDA_HALF_TC=0 or SetGemmHalfTcEnabled(false)). Split-K partial sums
+// are added inside thread-block clusters from 33 tokens on, below that through `scratch`
+// (GemmQuantTcScratchBytes); deterministic either way.
 bool GemmHalfTcAvailable();
 void SetGemmHalfTcEnabled(bool on);
 bool GemmHalfTcSupports(const TensorView& w);  // F16/BF16, n_in % 8 == 0, 16-byte aligned
