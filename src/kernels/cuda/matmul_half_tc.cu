@@ -2,7 +2,7 @@
 // of 2-64 tokens, 2-128 for weights sharing x (Q/K/V, gate/up), which run as one launch
 // (MatMulRunner's default ranges; any n_tok works), where each call streams every weight byte
 // once. Measured on H100 (bench/results/cuda-half-tc-2026-11-25.md): per weight on par with
-// cuBLAS from 2 to 128 tokens (4096 x 4096: 17.7 vs 17.0 us at 2 tokens, 17.6 vs 17.7 at 128),
+// cuBLAS from 2 to 128 tokens (4096 x 4096: 16.3 vs 17.0 us at 2 tokens, 17.6 vs 17.7 at 128),
 // slower at 64 (21.5 vs 16.4); the gain is in the grouped launches.
 //
 // A CTA computes a tile of kRows = 128 weight rows x kN tokens (32, 64 or 128: the fewest covering
