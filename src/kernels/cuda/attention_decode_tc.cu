@@ -64,14 +64,11 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
   }
   // The split of positions [0, ctx), as the SIMT kernel computes it (RunItem).
   const int ctx = pos0 + 1;
-  const int n_tiles = (ctx + kTile - 1) / kTile;
-  int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;
-  ns = ns < p.s_max ? ns : p.s_max;
-  const int tps = (n_tiles + ns - 1) / ns;
-  ns = (n_tiles + tps - 1) / tps;
+  int tile_begin = 0, tile_end = 0;
+  const int ns = SplitTiles(p, ctx, split, &tile_begin, &tile_end);
   if (split >= ns) return;
-  const int begin = split * tps * kTile;
-  const int end = min(ctx, begin + tps * kTile);
+  const int begin = tile_begin * kTile;
+  const int end = min(ctx, tile_end * kTile);
   const int n_chunks = (end - begin + kChunk - 1) / kChunk;
   const int mine = n_chunks > warp ? (n_chunks - warp + kWarps - 1) / kWarps : 0;  // chunks warp, warp + 4, ..
   const int nh = p.group, h0 = kvh * p.group;
@@ -165,11 +162,7 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
         mx_b = fmaxf(mx_b, s[nt][2 + e]);
       }
     }
-#pragma unroll
-    for (int o2 = 1; o2 < 4; o2 <<= 1) {
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, o2));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, o2));
-    }
+    QuadMax(mx_a, mx_b);
     // A chunk holds at least one position before `end`, so the new maxima are finite.
     const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
     const float al_a = exp2f(m_a - mn_a), al_b = exp2f(m_b - mn_b);  // 0 on the first chunk
@@ -186,11 +179,7 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
       pf[nt * 2] = PackHalf2(p0, p1);
       pf[nt * 2 + 1] = PackHalf2(p2, p3);
     }
-#pragma unroll
-    for (int o2 = 1; o2 < 4; o2 <<= 1) {
-      sum_a += __shfl_xor_sync(0xffffffffu, sum_a, o2);
-      sum_b += __shfl_xor_sync(0xffffffffu, sum_b, o2);
-    }
+    QuadSum(sum_a, sum_b);
     l_a = l_a * al_a + sum_a;
     l_b = l_b * al_b + sum_b;
     // O = O * alpha + P V: n-tiles of 8 dims, two per ldmatrix.x4.trans.

@@ -73,6 +73,39 @@ constexpr size_t SmemBytes(KvKind kind, int vec_bytes, int hd, int rm) {
                             + 3 * rm);                    // max, sum, rescale per row
 }
 
+#ifdef __CUDACC__
+// The split count of a decode item over positions [0, ctx): its kTile-position tiles dealt in
+// equal runs over at most s_max splits of at least min_tiles tiles each. For split < the count,
+// that split's tiles are [*tile_begin, *tile_end).
+__device__ __forceinline__ int SplitTiles(const Params& p, int ctx, int split, int* tile_begin, int* tile_end) {
+  const int n_tiles = (ctx + kTile - 1) / kTile;
+  int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;
+  ns = ns < p.s_max ? ns : p.s_max;
+  const int tps = (n_tiles + ns - 1) / ns;
+  ns = (n_tiles + tps - 1) / tps;
+  *tile_begin = split * tps;
+  *tile_end = n_tiles < *tile_begin + tps ? n_tiles : *tile_begin + tps;
+  return ns;
+}
+
+// Row maxima of an mma.sync accumulator tile: a row's values sit on the 4 lanes of a quad.
+__device__ __forceinline__ void QuadMax(float& a, float& b) {
+#pragma unroll
+  for (int o = 1; o < 4; o <<= 1) {
+    a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, o));
+    b = fmaxf(b, __shfl_xor_sync(0xffffffffu, b, o));
+  }
+}
+// Row sums of an mma.sync accumulator tile (layout as QuadMax).
+__device__ __forceinline__ void QuadSum(float& a, float& b) {
+#pragma unroll
+  for (int o = 1; o < 4; o <<= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+    b += __shfl_xor_sync(0xffffffffu, b, o);
+  }
+}
+#endif  // __CUDACC__
+
 // Launches the kernels for one KV type (defined in attention_{f16,f32,q8}.cu): the decode kernel
 // (rows_small: query rows a decode item needs, 4, 8 or 16) and, if `prefill` (the batch may hold
 // runs of consecutive positions, i.e. n_tokens > 1), the prefill kernel, both over `grid` CTAs.

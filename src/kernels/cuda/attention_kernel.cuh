@@ -155,14 +155,9 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int rows = len * nh;
   const int ctx = pos0 + len;  // positions [0, ctx) are attended (causally per row)
-  const int n_tiles = (ctx + kTile - 1) / kTile;
-  int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;
-  ns = ns < p.s_max ? ns : p.s_max;
-  const int tps = (n_tiles + ns - 1) / ns;
-  ns = (n_tiles + tps - 1) / tps;
+  int tile_begin = 0, tile_end = 0;
+  const int ns = SplitTiles(p, ctx, split, &tile_begin, &tile_end);
   if (split >= ns) return;
-  const int tile_begin = split * tps;
-  const int tile_end = min(n_tiles, tile_begin + tps);
 
   // Shared memory, as SmemBytes counts it: kStages × (K tile, V tile) raw, then floats.
   const int vec = p.vec_bytes;

@@ -165,11 +165,7 @@ __global__ void __launch_bounds__(128) PrefillTcKernel(const Params p) {
         mx_b = fmaxf(mx_b, s[nt][2 + e]);
       }
     }
-#pragma unroll
-    for (int o2 = 1; o2 < 4; o2 <<= 1) {
-      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, o2));
-      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, o2));
-    }
+    QuadMax(mx_a, mx_b);
     const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
     const float al_a = mn_a == -INFINITY ? 1.f : exp2f(m_a - mn_a);
     const float al_b = mn_b == -INFINITY ? 1.f : exp2f(m_b - mn_b);
@@ -188,11 +184,7 @@ __global__ void __launch_bounds__(128) PrefillTcKernel(const Params p) {
       pf[nt / 2][(nt % 2) * 2 + 0] = PackHalf2(p0, p1);
       pf[nt / 2][(nt % 2) * 2 + 1] = PackHalf2(p2, p3);
     }
-#pragma unroll
-    for (int o2 = 1; o2 < 4; o2 <<= 1) {
-      sum_a += __shfl_xor_sync(0xffffffffu, sum_a, o2);
-      sum_b += __shfl_xor_sync(0xffffffffu, sum_b, o2);
-    }
+    QuadSum(sum_a, sum_b);
     l_a = l_a * al_a + sum_a;
     l_b = l_b * al_b + sum_b;
 #pragma unroll

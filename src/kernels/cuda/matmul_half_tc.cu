@@ -86,6 +86,18 @@ struct HtcArgs {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Calls f(k, t, r) for each of a consumer thread's accumulators acc[k] (wgmma m64nN layout):
+// acc[4 j + 2 half + e] is token t = 8 j + e and weight row r = 8 half past the thread's first.
+template <int kN, typename F>
+__device__ __forceinline__ void ForEachAcc(F f) {
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) f(4 * j + 2 * half + e, 8 * j + e, 8 * half);
+}
+
 // The producer thread: stage i of this CTA's n (K range from stage st0) into ring slot i % kS,
 // the weights of the first kS stages before PdlWait (no kernel writes them), x after it.
 template <int kN, bool kGlu>
@@ -224,25 +236,20 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
     if (wg == 1) return;
     const int valid = min(kRows / 2, a.seg.out.n_out[0] - row_in_seg);
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int k = 4 * j + 2 * half + e, tok = t0 + 8 * j + e, r = r0 + 8 * half;
-          if (tok >= a.n_tok || r >= valid) continue;
-          const float v = Silu(acc[k]) * up[k * 128 + ct];  // as SwiGlu
-          const int64_t o = static_cast<int64_t>(tok) * a.seg.out.n_out[0] + row_in_seg + r;
-          a.seg.out.y[0][o] = v;
-          if (a.glu_half != nullptr) {
-            if (a.glu_half_bf16) {
-              static_cast<__nv_bfloat16*>(a.glu_half)[o] = __float2bfloat16_rn(v);
-            } else {
-              static_cast<__half*>(a.glu_half)[o] = __float2half_rn(v);
-            }
-          }
+    ForEachAcc<kN>([&](int k, int dt, int dr) {
+      const int tok = t0 + dt, r = r0 + dr;
+      if (tok >= a.n_tok || r >= valid) return;
+      const float v = Silu(acc[k]) * up[k * 128 + ct];  // as SwiGlu
+      const int64_t o = static_cast<int64_t>(tok) * a.seg.out.n_out[0] + row_in_seg + r;
+      a.seg.out.y[0][o] = v;
+      if (a.glu_half != nullptr) {
+        if (a.glu_half_bf16) {
+          static_cast<__nv_bfloat16*>(a.glu_half)[o] = __float2bfloat16_rn(v);
+        } else {
+          static_cast<__half*>(a.glu_half)[o] = __float2half_rn(v);
         }
+      }
+    });
     return;
   }
   const int valid_rows = min(kRows, a.seg.out.n_out[seg] - row_in_seg);
@@ -251,28 +258,17 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
                              : a.partial + static_cast<int64_t>(split) * a.n_tok * a.seg.out.total_rows +
                                    a.seg.out.row0[seg] + row_in_seg;
     const int64_t pitch = a.splits == 1 ? a.seg.out.n_out[seg] : a.seg.out.total_rows;
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int tok = t0 + 8 * j + e, r = r0 + 8 * half;
-          if (tok < a.n_tok && r < valid_rows) y[tok * pitch + r] = acc[4 * j + 2 * half + e];
-        }
+    ForEachAcc<kN>([&](int k, int dt, int dr) {
+      if (t0 + dt < a.n_tok && r0 + dr < valid_rows) y[(t0 + dt) * pitch + r0 + dr] = acc[k];
+    });
     return;
   }
   // Split-K: this CTA's sums to its shared memory as [token][kRedPitch] (conflict-free: the 4
   // token pairs of a quad land 8 banks apart), then the cluster adds them up.
   float* red = reinterpret_cast<float*>(smem_unaligned + (base - SmemAddr(smem_unaligned)));
-  const int tl = 2 * (lane & 3), rl = r0;
+  const int tl = 2 * (lane & 3);
   asm volatile("bar.sync 1, 256;\n" ::: "memory");  // both warpgroups are done reading the stages
-#pragma unroll
-  for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) red[(8 * j + tl + e) * kRedPitch + rl + 8 * half] = acc[4 * j + 2 * half + e];
+  ForEachAcc<kN>([&](int k, int dt, int dr) { red[(tl + dt) * kRedPitch + r0 + dr] = acc[k]; });
   ClusterReduce<kN>(a, seg, row_in_seg, tok0, base - SmemAddr(smem_unaligned), smem_unaligned);
 #else
   __trap();  // the host launches this kernel only on sm_90 (GemmHalfTcAvailable)
