@@ -311,7 +311,8 @@ TEST(CudaForwardTest, ModelFromEnvironment) {
   SKIP_WITHOUT_GPU();
   const char* path = std::getenv("HERD_CUDA_TEST_MODEL");
   if (path == nullptr || *path == '\0') GTEST_SKIP() << "set HERD_CUDA_TEST_MODEL=FILE.gguf to run";
-  const int steps = std::getenv("HERD_CUDA_TEST_STEPS") ? std::atoi(std::getenv("HERD_CUDA_TEST_STEPS")) : 200;
+  const char* steps_env = std::getenv("HERD_CUDA_TEST_STEPS");
+  const int steps = steps_env != nullptr ? std::atoi(steps_env) : 200;
   Loaded cpu = Load(path, false, (steps + 64) / 16 + 2);
   Loaded gpu = Load(path, true, (steps + 64) / 16 + 2);
   const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), steps);
