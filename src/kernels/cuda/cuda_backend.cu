@@ -57,6 +57,28 @@ constexpr size_t kPinnedD2hMin = size_t{64} << 10;   // smaller device-to-host c
 constexpr size_t kPinnedD2hMax = size_t{16} << 20;   // larger ones: direct (bulk, not latency)
 constexpr int kD2hChunks = 4;
 
+// Leave-one-out profiling (diagnostic builds only; the device has no timeline profiler and ncu
+// times kernels outside the graph): built with -DHERD_DIAG_SKIP_OPS (bench/cuda/build_variants.sh
+// src/kernels/cuda/cuda_backend.cu "diag -DHERD_DIAG_SKIP_OPS" -- herd), HERD_DIAG_SKIP=op,...
+// skips those ops of single-token batches (qkv, o, down, glu, head, attn, rope, norm), so that
+// the decode step's time with and without an op gives its cost inside the graph. Outputs are
+// wrong in such runs; normal builds have no hook.
+#ifdef HERD_DIAG_SKIP_OPS
+bool DiagSkip(const char* what, int64_t n_tok) {
+  const char* e = std::getenv("HERD_DIAG_SKIP");
+  if (e == nullptr || n_tok != 1) return false;
+  const std::string list = std::string(",") + e + ",";
+  return list.find(std::string(",") + what + ",") != std::string::npos;
+}
+#define DIAG_SKIP(what, n) \
+  if (DiagSkip(what, n)) { \
+    ForgetFusion();        \
+    return;                \
+  }
+#else
+#define DIAG_SKIP(what, n)
+#endif
+
 bool EnvOn(const char* name) {
   const char* e = std::getenv(name);
   return e == nullptr || std::strcmp(e, "0") != 0;
@@ -274,16 +296,19 @@ class CudaBackend final : public Backend {
     cuda::RmsNorm(x, w, eps, rows, cols, out, stream_);
   }
   void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) override {
+    DIAG_SKIP(w.rows() > 100000 ? "head" : w.cols() > w.rows() ? "down" : "o", n_tok);
     if (!BeginOp(/*matmul=*/true)) return;
     matmul_->MatMul(w, x, n_tok, y);
   }
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                     std::span<float* const> ys) override {
+    DIAG_SKIP("qkv", n_tok);
     if (!BeginOp(/*matmul=*/true)) return;
     matmul_->MatMulShared(ws, x, n_tok, ys);
   }
   void MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* gate_out,
                     float* up_out) override {
+    DIAG_SKIP("glu", n_tok);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
     if (fuse_inputs_) {
@@ -320,6 +345,7 @@ class CudaBackend final : public Backend {
   }
   void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
                       float scale, float* out) override {
+    DIAG_SKIP("attn", batch.n_tokens);
     if (!BeginOp()) return;
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
   }
@@ -341,6 +367,7 @@ class CudaBackend final : public Backend {
   }
   void AddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
                   float* out) override {
+    DIAG_SKIP("norm", n_rows);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
     if (!fuse_) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
@@ -352,6 +379,7 @@ class CudaBackend final : public Backend {
   }
   void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                    const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) override {
+    DIAG_SKIP("rope", batch.n_tokens);
     if (replaying_) return;
     if (!fuse_) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
     if (!BeginOp()) return;
