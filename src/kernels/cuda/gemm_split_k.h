@@ -34,6 +34,20 @@ struct SegmentLayout {
 };
 SegmentLayout LayoutSegments(std::span<const TensorView> ws, std::span<float* const> ys, int tile_rows);
 
+#ifdef __CUDACC__
+// Where tile `tile` of layout l lies: its weight (segment) and that weight's first row in it.
+struct TilePos {
+  int seg;
+  int row_in_seg;
+};
+__device__ __forceinline__ TilePos LocateTile(const SegmentLayout& l, int tile, int tile_rows) {
+  int seg = 0;
+#pragma unroll
+  for (int s = 1; s < kMaxSplitSegs; ++s) seg += s < l.out.n_segs && tile >= l.tile0[s];
+  return {seg, (tile - l.tile0[seg]) * tile_rows};
+}
+#endif
+
 // The GPU's streaming multiprocessors (read once).
 int MultiProcessors();
 

@@ -177,10 +177,9 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int tok0 = blockIdx.x * kN;
   const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
-  int seg = 0;
-#pragma unroll
-  for (int s = 1; s < kMaxSegs; ++s) seg += !kGlu && s < a.seg.out.n_segs && tile >= a.seg.tile0[s];
-  const int row_in_seg = (tile - a.seg.tile0[seg]) * (kGlu ? kRows / 2 : kRows);
+  // (kGlu: one segment, the gate, of 64-row tiles.)
+  const TilePos pos = LocateTile(a.seg, tile, kGlu ? kRows / 2 : kRows);
+  const int seg = pos.seg, row_in_seg = pos.row_in_seg;
   const int st0 = split * a.per_split;
   const int n = min(a.k_stages, st0 + a.per_split) - st0;  // >= 1 (no empty split)
 

@@ -154,10 +154,8 @@ __global__ void __launch_bounds__(kThreads, 1) GemmQuantTcKernel(const __grid_co
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int tok0 = blockIdx.x * kTileTok;
   const int tile = blockIdx.y / a.splits, split = blockIdx.y % a.splits;
-  int seg = 0;
-#pragma unroll
-  for (int s = 1; s < kMaxSegsQ; ++s) seg += s < a.seg.out.n_segs && tile >= a.seg.tile0[s];
-  const int row_in_seg = (tile - a.seg.tile0[seg]) * kTileRows;
+  const TilePos pos = LocateTile(a.seg, tile, kTileRows);
+  const int seg = pos.seg, row_in_seg = pos.row_in_seg;
   const int valid_rows = min(kTileRows, a.seg.out.n_out[seg] - row_in_seg);
   const uint8_t* wbase = a.w[seg] + static_cast<int64_t>(row_in_seg) * a.row_bytes;
   const int n_ss = a.n_in / kStep;
