@@ -43,6 +43,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dequantize_cuda.h"
+#include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
@@ -56,28 +57,6 @@ constexpr size_t kDirectCopy = size_t{64} << 20;     // larger host copies: dire
 constexpr size_t kPinnedD2hMin = size_t{64} << 10;   // smaller device-to-host copies: direct
 constexpr size_t kPinnedD2hMax = size_t{16} << 20;   // larger ones: direct (bulk, not latency)
 constexpr int kD2hChunks = 4;
-
-// Leave-one-out profiling (diagnostic builds only; the device has no timeline profiler and ncu
-// times kernels outside the graph): built with -DHERD_DIAG_SKIP_OPS (bench/cuda/build_variants.sh
-// src/kernels/cuda/cuda_backend.cu "diag -DHERD_DIAG_SKIP_OPS" -- herd), HERD_DIAG_SKIP=op,...
-// skips those ops of single-token batches (qkv, o, down, glu, head, attn, rope, norm), so that
-// the decode step's time with and without an op gives its cost inside the graph. Outputs are
-// wrong in such runs; normal builds have no hook.
-#ifdef HERD_DIAG_SKIP_OPS
-bool DiagSkip(const char* what, int64_t n_tok) {
-  const char* e = std::getenv("HERD_DIAG_SKIP");
-  if (e == nullptr || n_tok != 1) return false;
-  const std::string list = std::string(",") + e + ",";
-  return list.find(std::string(",") + what + ",") != std::string::npos;
-}
-#define DIAG_SKIP(what, n) \
-  if (DiagSkip(what, n)) { \
-    ForgetFusion();        \
-    return;                \
-  }
-#else
-#define DIAG_SKIP(what, n)
-#endif
 
 bool EnvOn(const char* name) {
   const char* e = std::getenv(name);
