@@ -283,6 +283,10 @@ class CudaBackend final : public Backend {
                     std::span<float* const> ys) override {
     DIAG_SKIP("qkv", n_tok);
     if (!BeginOp(/*matmul=*/true)) return;
+#ifdef HERD_DIAG_SKIP_OPS
+    const size_t keep = ws.size() == 3 ? DiagSharedKeep(ws.size(), n_tok) : ws.size();  // Q/K/V only
+    ws = ws.first(keep), ys = ys.first(keep);
+#endif
     matmul_->MatMulShared(ws, x, n_tok, ys);
   }
   void MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* gate_out,

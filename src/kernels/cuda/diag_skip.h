@@ -2,6 +2,7 @@
 #pragma once
 
 #ifdef HERD_DIAG_SKIP_OPS
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -28,6 +29,11 @@ inline bool DiagSkip(const char* what, int64_t n_tok) {
     ForgetFusion();                      \
     return;                              \
   }
+// HERD_DIAG_SHARED_KEEP=K: the Q/K/V MatMulShared of single-token batches runs only its first K weights.
+inline size_t DiagSharedKeep(size_t n, int64_t n_tok) {
+  const char* e = std::getenv("HERD_DIAG_SHARED_KEEP");
+  return e == nullptr || n_tok != 1 ? n : std::min<size_t>(n, std::strtoul(e, nullptr, 10));
+}
 #else
 #define DIAG_SKIP(what, n)
 #endif

@@ -249,7 +249,9 @@ struct MatMulRunner::Impl {
       HERD_CHECK_MSG(n_in % Traits(w.type).block_size == 0, "MatMul: n_in=%lld not a multiple of the %s block",
                      static_cast<long long>(n_in), DTypeName(w.type).data());
     }
-    // GEMV path: weights of one type in one launch; int8 activations made once per format.
+    // GEMV path: float weights of one type in one launch; quantized weights of one activation
+    // format to GemvQuant together (it launches each type, or a type and its mix partner, once);
+    // int8 activations made once per format.
     internal::QuantizedActivations q[3];
     if (pre.q.q != nullptr && pre.Matches(x, n_tok, n_in)) q[ActSlot(pre.q.format)] = pre.q;
     constexpr size_t kMaxGroup = 16;
@@ -260,8 +262,11 @@ struct MatMulRunner::Impl {
       TensorView gw[kMaxGroup];
       float* gy[kMaxGroup];
       size_t n = 0;
+      const auto together = [&](DType t) {
+        return IsFloat(ws[i].type) ? t == ws[i].type : !IsFloat(t) && ref::VecDotType(t) == ref::VecDotType(ws[i].type);
+      };
       for (size_t j = i; j < ws.size(); ++j) {
-        if (!done[j] && ws[j].type == ws[i].type && ws[j].rows() > 0) {
+        if (!done[j] && together(ws[j].type) && ws[j].rows() > 0 && UseGemv(ws[j].type, n_tok)) {
           gw[n] = ws[j];
           gy[n++] = ys[j];
           done[j] = true;

@@ -33,7 +33,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -421,22 +424,17 @@ TEST(QuantizeActivationsTest, BitIdenticalToReference) {
   }
 }
 
-// MatMulShared: weights of several types (all three activation formats), several of one type
-// (one GEMV launch for up to four, so five Q4_K take two), against the oracle of the path
-// AutoPath picks.
-TEST(MatMulCudaSharedTest, SharedInputMatchesOracle) {
-  SKIP_WITHOUT_GPU();
-  std::mt19937 rng(7);
-  const int64_t n_in = 2048;
-  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kF16,  DType::kBF16, DType::kQ4_K, DType::kQ8_0,
-                         DType::kF16,  DType::kQ4_K, DType::kQ4_K, DType::kQ4_K, DType::kQ5_1, DType::kQ4_0};
-  const int64_t n_outs[] = {300, 67, 129, 64, 1, 7, 5000, 1024, 33, 4100, 70, 9};
+// MatMulShared(types[i] x n_outs[i] weights, one x of n_in) at each n_tok, against the oracle of
+// the path AutoPath picks for each weight.
+void ExpectSharedMatchesOracle(std::span<const DType> types, std::span<const int64_t> n_outs, int64_t n_in,
+                               std::initializer_list<int64_t> n_toks, uint32_t seed) {
+  std::mt19937 rng(seed);
   cudaStream_t stream;
   HERD_CUDA_CHECK(cudaStreamCreate(&stream));
   {
     MatMulRunner runner(stream);
-    for (int64_t n_tok : {1, 2, 3, 9, 40}) {
-      SCOPED_TRACE("n_tok=" + std::to_string(n_tok));
+    for (int64_t n_tok : n_toks) {
+      SCOPED_TRACE("n_tok=" + std::to_string(n_tok) + " n_in=" + std::to_string(n_in));
       const std::vector<float> x = RandomActivations(n_tok * n_in, rng);
       DeviceMem dx(x.size() * 4);
       HERD_CUDA_CHECK(cudaMemcpy(dx.p, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
@@ -444,7 +442,7 @@ TEST(MatMulCudaSharedTest, SharedInputMatchesOracle) {
       std::vector<std::unique_ptr<DeviceMem>> dws, dys;
       std::vector<TensorView> views;
       std::vector<float*> ys;
-      for (size_t i = 0; i < std::size(types); ++i) {
+      for (size_t i = 0; i < types.size(); ++i) {
         hw.push_back(RandomWeights(types[i], n_outs[i], n_in, rng));
         dws.push_back(std::make_unique<DeviceMem>(hw.back().size()));
         HERD_CUDA_CHECK(cudaMemcpy(dws.back()->p, hw.back().data(), hw.back().size(), cudaMemcpyHostToDevice));
@@ -472,6 +470,42 @@ TEST(MatMulCudaSharedTest, SharedInputMatchesOracle) {
     }
   }
   HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// MatMulShared: weights of several types (all three activation formats), several of one type
+// (one GEMV launch for up to four, so five Q4_K take two; the fifth shares its launch with the
+// Q6_K), against the oracle of the path AutoPath picks.
+TEST(MatMulCudaSharedTest, SharedInputMatchesOracle) {
+  SKIP_WITHOUT_GPU();
+  const DType types[] = {DType::kQ4_K, DType::kQ6_K, DType::kF16,  DType::kBF16, DType::kQ4_K, DType::kQ8_0,
+                         DType::kF16,  DType::kQ4_K, DType::kQ4_K, DType::kQ4_K, DType::kQ5_1, DType::kQ4_0};
+  const int64_t n_outs[] = {300, 67, 129, 64, 1, 7, 5000, 1024, 33, 4100, 70, 9};
+  ExpectSharedMatchesOracle(types, n_outs, 2048, {1, 2, 3, 9, 40}, 7);
+}
+
+// A type and its mix partner in one GEMV launch (the _M files' Q/K/V: Q4_K Q and K with a Q6_K
+// V), in either order, with rows of whole and partial 2048-value steps, and the pair split over
+// two launches when there are more than four weights.
+TEST(MatMulCudaSharedTest, MixedTypesInOneLaunchMatchOracle) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    std::vector<DType> types;
+    std::vector<int64_t> n_outs;
+  };
+  const Case cases[] = {
+      {{DType::kQ4_K, DType::kQ4_K, DType::kQ6_K}, {512, 128, 128}},
+      {{DType::kQ6_K, DType::kQ4_K}, {96, 257}},
+      {{DType::kQ5_K, DType::kQ6_K, DType::kQ5_K}, {64, 65, 3}},
+      {{DType::kQ3_K, DType::kQ4_K}, {130, 40}},
+      {{DType::kQ2_K, DType::kQ3_K, DType::kQ2_K}, {31, 200, 9}},
+      {{DType::kQ4_K, DType::kQ6_K, DType::kQ4_K, DType::kQ6_K, DType::kQ4_K, DType::kQ6_K}, {5, 6, 7, 8, 9, 10}},
+  };
+  uint32_t seed = 11;
+  for (const Case& c : cases) {
+    for (int64_t n_in : {2048, 4352}) {
+      ExpectSharedMatchesOracle(c.types, c.n_outs, n_in, {1, 3, 8, 11}, seed++);
+    }
+  }
 }
 
 std::string TypeName(const ::testing::TestParamInfo<DType>& info) { return std::string(DTypeName(info.param)); }

@@ -25,18 +25,14 @@
 // The GEMV kernels let their successor start early (griddepcontrol.launch_dependents at entry):
 // a kernel launched after them with programmatic stream serialization must itself
 // griddepcontrol.wait before touching y. Kernels launched normally are unaffected.
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <vector>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/gemv_common.cuh"
-#include "kernels/cuda/matmul_internal.h"
-#include "kernels/cuda/quant_decode.cuh"
-#include "kernels/cuda/quant_dot.cuh"
-#include "kernels/cuda/quant_stage.cuh"
+#include "kernels/cuda/gemv_quant_kernel.cuh"
 #include "kernels/quants.h"
 
 namespace herd::cuda::internal {
@@ -44,139 +40,74 @@ namespace {
 
 using namespace gemv;  // NOLINT(google-build-using-namespace): the shared GEMV helpers
 
-struct QuantArgs {
-  Segs segs;
-  int64_t row_bytes;
-  int blocks_per_row;
-  int n_steps;   // 2048-value steps per row (the last may be partial)
-  int wpr;       // warps per row
-  bool aligned;  // rows start 16-byte aligned: cp.async path
-  QuantizedActivations x;
-  int n_tok;  // <= NT
-};
-
-// Lane `lane`'s activations of token row t for step `step` (quant_dot.cuh, matmul_internal.h).
-template <DType T>
-__device__ __forceinline__ void LoadAct(const QuantizedActivations& x, int t, int step, int lane, ActLane& a) {
-  const uint4* q = reinterpret_cast<const uint4*>(x.q + t * x.q_stride + static_cast<int64_t>(step) * kStepValues);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint4 v = __ldg(q + 32 * i + lane);
-    a.q[4 * i] = v.x, a.q[4 * i + 1] = v.y, a.q[4 * i + 2] = v.z, a.q[4 * i + 3] = v.w;
-  }
-  constexpr bool kSums = T != DType::kQ8_0 && T != DType::kQ4_1 && T != DType::kQ5_1;
-  if constexpr (kSums) {
-    const uint2 sv = __ldg(reinterpret_cast<const uint2*>(x.sums + t * x.g_stride + step * (kStepValues / 16)) + lane);
-    a.s[0] = static_cast<int16_t>(sv.x & 0xFFFFu), a.s[1] = static_cast<int>(sv.x) >> 16;
-    a.s[2] = static_cast<int16_t>(sv.y & 0xFFFFu), a.s[3] = static_cast<int>(sv.y) >> 16;
-  } else {
-    a.s[0] = a.s[1] = a.s[2] = a.s[3] = 0;
-  }
-  const float* d = x.d + t * x.d_stride;
-  if constexpr (QBlock<T>::kValues == 256) {
-    a.d0 = __ldg(d + step * (kStepValues / 256) + (lane >> 2));
-    a.d1 = 0.f;
-  } else {
-    const float2 dd = __ldg(reinterpret_cast<const float2*>(d + step * (kStepValues / 32)) + lane);
-    a.d0 = dd.x, a.d1 = dd.y;
-  }
-  if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) {
-    const float2 ss = __ldg(reinterpret_cast<const float2*>(x.s + t * x.d_stride + step * (kStepValues / 32)) + lane);
-    a.m0 = ss.x, a.m1 = ss.y;
-  } else {
-    a.m0 = a.m1 = 0.f;
-  }
+// HERD_CUDA_GEMV_PDL=0 / HERD_CUDA_GEMV_MIXED=0 (A/B runs in the engine): launch the quantized
+// GEMVs without programmatic dependent launch / one launch per weight type.
+bool EnvOn(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::atoi(e) != 0;
 }
 
-// Persistent over rows: block b takes row groups b, b + gridDim.x, ... (kWarps / wpr rows per
-// group); the wpr warps of a row take its steps interleaved, each streaming its steps through
-// its own ring of kStages shared-memory buffers, so the copies of the next steps (of this row
-// or the next) are in flight while one is computed. Per step each lane decodes its 64 weight
-// codes once and multiplies them with every token row (quant_dot.cuh).
-template <DType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_constant__ QuantArgs a) {
-  using B = QBlock<T>;
-  constexpr int kBuf = B::kStepBytes + kSmemPad;
-  __shared__ __align__(16) uint8_t smem[kWarps][kStages][kBuf];
-  PdlTrigger();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wpr = a.wpr, rpb = kWarps / wpr;
-  const int part = warp % wpr;
-  const int total = a.segs.total_rows;
-  const int row_stride = gridDim.x * rpb;
-  const int first_row = blockIdx.x * rpb + warp / wpr;
-  const int r0 = blockIdx.x * rpb;
-  const int groups = r0 < total ? (total - r0 + row_stride - 1) / row_stride : 0;  // block-uniform
-  const int sp = (a.n_steps + wpr - 1) / wpr;  // steps per part (the last part may have fewer)
-  const int len = groups * sp;
-
-  // Blocks of step `step` (0 when the row or the step does not exist).
-  auto step_blocks = [&](int gr, int step) {
-    return gr < total && step < a.n_steps ? min(B::kStep, a.blocks_per_row - step * B::kStep) : 0;
-  };
-  auto issue = [&](int j) {
-    if (j < len) {
-      const int k = j / sp;
-      const int gr = first_row + k * row_stride;
-      const int step = part + (j - k * sp) * wpr;
-      const int nb = step_blocks(gr, step);
-      if (nb > 0) {
-        const int seg = FindSeg(a.segs, gr);
-        const int64_t row = gr - a.segs.row0[seg];
-        StageCopy(smem[warp][j % kStages],
-                  a.segs.w[seg] + row * a.row_bytes + static_cast<int64_t>(step) * B::kStepBytes, nb * B::kBytes,
-                  a.aligned, lane, 32);
-      }
-    }
-    CpAsyncCommit();
-  };
-#pragma unroll
-  for (int j = 0; j < kStages - 1; ++j) issue(j);
-  PdlWait();  // x comes from the kernel before this one
-
-  float acc[NT];
-#pragma unroll
-  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-  for (int j = 0; j < len; ++j) {
-    issue(j + kStages - 1);
-    CpAsyncWait<kStages - 1>();
-    __syncwarp();
-    const int k = j / sp, s = j - k * sp;
-    const int gr = first_row + k * row_stride;
-    const int step = part + s * wpr;
-    const int nb = step_blocks(gr, step);
-    if (nb > 0 && LaneActive<T>(lane, nb)) {
-      Lane<T> w;
-      LaneLoad<T>(w, smem[warp][j % kStages], lane, nb);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        if (t < a.n_tok) {
-          ActLane x;
-          LoadAct<T>(a.x, t, step, lane, x);
-          acc[t] += w.Dot(x);
-        }
-      }
-    }
-    __syncwarp();  // every lane is done with this buffer before it is refilled
-    if (s == sp - 1) {
-      const bool valid = gr < total;
-      const int seg = FindSeg(a.segs, valid ? gr : 0);
-      ReduceAndStore<NT>(acc, wpr, valid, a.segs.y[seg], a.segs.n_out[seg], gr - a.segs.row0[seg], a.n_tok);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) acc[t] = 0.f;
-    }
-  }
-  CpAsyncWait<0>();
-}
-
-std::atomic<bool> g_pdl{true};
+std::atomic<bool> g_pdl{EnvOn("HERD_CUDA_GEMV_PDL")};
 std::atomic<int> g_groups_per_block{-1};
 std::atomic<int> g_split_stages{kStages - 1};
 
-template <DType T, int NT>
-struct QuantKernel {
-  static constexpr auto kFn = GemvQuantKernel<T, NT>;
-};
+// Launches the weights ws[order[0..n)] (those of t0 first, then those of t1; t1 == t0: one
+// type) in launches of up to kMaxSegs weights.
+void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<float* const> ys,
+                 const std::vector<size_t>& order, const QuantizedActivations& x, int64_t n_tok, cudaStream_t stream) {
+  const int64_t n_in = ws[order[0]].cols();
+  const int64_t block = Traits(t0).block_size;
+  for (size_t first = 0; first < order.size(); first += kMaxSegs) {
+    const size_t n = std::min<size_t>(kMaxSegs, order.size() - first);
+    TensorView cw[kMaxSegs];
+    float* cy[kMaxSegs] = {};
+    for (size_t k = 0; k < n; ++k) cw[k] = ws[order[first + k]], cy[k] = ys[order[first + k]];
+    QuantArgs a{};
+    MakeSegs({cw, n}, {cy, n}, 0, n, &a.segs);
+    if (a.segs.total_rows == 0) continue;
+    a.t1_row0 = INT_MAX;
+    a.aligned = true;
+    for (size_t k = 0; k < n; ++k) {
+      HERD_CHECK(cw[k].cols() == n_in);
+      if (cw[k].type != t0 && a.t1_row0 == INT_MAX) a.t1_row0 = a.segs.row0[k];
+      a.aligned = a.aligned && Aligned16(cw[k].data) && cw[k].row_bytes() % 16 == 0;
+    }
+    // A chunk of t1 weights only is a one-type launch of t1.
+    const DType c0 = a.t1_row0 == 0 ? t1 : t0;
+    const bool mixed = c0 != t1 && a.t1_row0 != INT_MAX;
+    a.row_bytes = static_cast<int64_t>(Traits(c0).type_size) * (n_in / block);
+    a.row_bytes1 = static_cast<int64_t>(Traits(t1).type_size) * (n_in / block);
+    if (!mixed) a.t1_row0 = INT_MAX;
+    a.blocks_per_row = static_cast<int>(n_in / block);
+    a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
+    a.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, g_split_stages.load(std::memory_order_relaxed));
+    const int rows_per_block = kWarps / a.wpr;
+    const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
+    int groups_per_block = g_groups_per_block.load(std::memory_order_relaxed);
+    if (groups_per_block < 0) groups_per_block = a.n_steps == 1 && a.segs.total_rows >= 8192 ? 2 : 1;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
+      QuantArgs at = a;
+      at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
+      at.x = x;
+      at.x.q += t0 * x.q_stride;
+      at.x.d += t0 * x.d_stride;
+      at.x.s += t0 * x.d_stride;
+      at.x.sums += t0 * x.g_stride;
+      for (int k = 0; k < kMaxSegs; ++k)
+        if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
+      const bool pdl = GemvProgrammaticLaunch();
+      static const bool late = !EnvOn("HERD_CUDA_GEMV_EARLY_TRIGGER");
+      at.late_trigger = late;
+      if (mixed) {
+        HERD_CHECK(LaunchGemvQuantMixed(c0, at, blocks, groups_per_block, pdl, stream));
+      } else {
+        const bool ok =
+            DispatchQuant(c0, [&]<DType T>() { LaunchGemvQuant<T, T>(at, blocks, groups_per_block, pdl, stream); });
+        HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(c0).data());
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -192,46 +123,41 @@ void SetGemvOptions(const GemvOptions& o) {
 void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x, int64_t n_tok,
                cudaStream_t stream) {
   if (ws.empty() || n_tok == 0) return;
-  const DType type = ws[0].type;
-  const int64_t n_in = ws[0].cols();
-  HERD_CHECK_MSG(x.format == ref::VecDotType(type), "GemvQuant: %s weights need %s activations, got %s",
-                 DTypeName(type).data(), DTypeName(ref::VecDotType(type)).data(), DTypeName(x.format).data());
-  const bool ok = DispatchQuant(type, [&]<DType T>() {
-    using B = QBlock<T>;
-    HERD_CHECK(n_in % B::kValues == 0);
-    for (size_t first = 0; first < ws.size(); first += kMaxSegs) {
-      const size_t n = std::min<size_t>(kMaxSegs, ws.size() - first);
-      QuantArgs a{};
-      MakeSegs(ws, ys, first, n, &a.segs);
-      if (a.segs.total_rows == 0) continue;
-      a.row_bytes = static_cast<int64_t>(ws[first].row_bytes());
-      a.blocks_per_row = static_cast<int>(n_in / B::kValues);
-      a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
-      a.aligned = a.row_bytes % 16 == 0;
-      for (size_t k = first; k < first + n; ++k) {
-        HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
-        a.aligned = a.aligned && Aligned16(ws[k].data);
-      }
-      a.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, g_split_stages.load(std::memory_order_relaxed));
-      const int rows_per_block = kWarps / a.wpr;
-      const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
-      int groups_per_block = g_groups_per_block.load(std::memory_order_relaxed);
-      if (groups_per_block < 0) groups_per_block = a.n_steps == 1 && a.segs.total_rows >= 8192 ? 2 : 1;
-      for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
-        QuantArgs at = a;
-        at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
-        at.x = x;
-        at.x.q += t0 * x.q_stride;
-        at.x.d += t0 * x.d_stride;
-        at.x.s += t0 * x.d_stride;
-        at.x.sums += t0 * x.g_stride;
-        for (int k = 0; k < kMaxSegs; ++k)
-          if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
-        LaunchByTok<QuantKernel, T>(at, blocks, groups_per_block, GemvProgrammaticLaunch(), stream);
+  HERD_CHECK(ws.size() == ys.size());
+  static const bool mix = EnvOn("HERD_CUDA_GEMV_MIXED");
+  auto present = [&](DType t) {
+    return std::any_of(ws.begin(), ws.end(), [&](const TensorView& w) { return w.type == t; });
+  };
+  std::vector<bool> done(ws.size(), false);
+  for (size_t i = 0; i < ws.size(); ++i) {
+    if (done[i]) continue;
+    const DType t = ws[i].type;
+    HERD_CHECK_MSG(x.format == ref::VecDotType(t), "GemvQuant: %s weights need %s activations, got %s",
+                   DTypeName(t).data(), DTypeName(ref::VecDotType(t)).data(), DTypeName(x.format).data());
+    // The pair (t0, t1) this type launches in: with its partner, or as the partner of another.
+    DType t0 = t, t1 = t;
+    if (mix && gemv::MixPartner(t) != t && present(gemv::MixPartner(t))) {
+      t1 = gemv::MixPartner(t);
+    } else if (mix) {
+      for (size_t j = i + 1; j < ws.size(); ++j) {
+        if (!done[j] && ws[j].type != t && gemv::MixPartner(ws[j].type) == t) {
+          t0 = ws[j].type;
+          break;
+        }
       }
     }
-  });
-  HERD_CHECK_MSG(ok, "GemvQuant: %s is not a quantized weight type", DTypeName(type).data());
+    std::vector<size_t> order;
+    for (const DType g : {t0, t1}) {
+      for (size_t j = i; j < ws.size(); ++j) {
+        if (!done[j] && ws[j].type == g) {
+          order.push_back(j);
+          done[j] = true;
+        }
+      }
+      if (t1 == t0) break;
+    }
+    LaunchGroup(t0, t1, ws, ys, order, x, n_tok, stream);
+  }
 }
 
 }  // namespace herd::cuda::internal

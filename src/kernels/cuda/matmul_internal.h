@@ -58,9 +58,10 @@ bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int
 // out[i] = x[i] rounded to half (bf16 = false) or bfloat16 (bf16 = true), n elements.
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream);
 
-// ys[k][t, o] = sum_i ws[k][o, i] * x[t, i] for quantized weights of one type and one n_in
-// (any n_tok; weights are streamed once per group of 8 tokens; up to 4 weights per launch),
-// from the activation format above (x.format == ref::VecDotType(type)), which the kernel right
+// ys[k][t, o] = sum_i ws[k][o, i] * x[t, i] for quantized weights of one n_in and one activation
+// format (any n_tok; weights are streamed once per group of 8 tokens; up to 4 weights per launch:
+// of one type, or of a type and its mix partner, e.g. Q4_K Q/K and a Q6_K V; HERD_CUDA_GEMV_MIXED=0
+// launches each type apart), from the format above (x.format == ref::VecDotType(type)), which the kernel right
 // before in the stream must have written (the GEMV starts its weight loads before waiting for that kernel: programmatic
 // dependent launch). Rows 16-byte aligned: 16-byte asynchronous copies into shared memory;
 // otherwise the same kernels with 2-byte copies.

@@ -1,0 +1,198 @@
+// The quantized GEMV kernel (matmul_gemv.cu has the work split and the launch policy), shared by
+// the one-type instances (matmul_gemv.cu) and the mixed-pair instances (matmul_gemv_mixed.cu,
+// compiled apart to keep each file's build short). Internal.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/gemv_common.cuh"
+#include "kernels/cuda/matmul_internal.h"
+#include "kernels/cuda/quant_decode.cuh"
+#include "kernels/cuda/quant_dot.cuh"
+#include "kernels/cuda/quant_stage.cuh"
+
+namespace herd::cuda::internal::gemv {
+
+struct QuantArgs {
+  Segs segs;
+  int64_t row_bytes;   // of the T0 weights
+  int64_t row_bytes1;  // of the T1 weights
+  int t1_row0;         // first row (of the concatenation) of a T1 weight; INT_MAX: none
+  int blocks_per_row;
+  int n_steps;   // 2048-value steps per row (the last may be partial)
+  int wpr;       // warps per row
+  bool aligned;  // rows start 16-byte aligned: cp.async path
+  QuantizedActivations x;
+  int n_tok;  // <= NT
+  bool late_trigger;  // let the next kernel launch after the main loop instead of at entry
+};
+
+// Lane `lane`'s activations of token row t for step `step` (quant_dot.cuh, matmul_internal.h).
+template <DType T>
+__device__ __forceinline__ void LoadAct(const QuantizedActivations& x, int t, int step, int lane, ActLane& a) {
+  const uint4* q = reinterpret_cast<const uint4*>(x.q + t * x.q_stride + static_cast<int64_t>(step) * kStepValues);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 v = __ldg(q + 32 * i + lane);
+    a.q[4 * i] = v.x, a.q[4 * i + 1] = v.y, a.q[4 * i + 2] = v.z, a.q[4 * i + 3] = v.w;
+  }
+  constexpr bool kSums = T != DType::kQ8_0 && T != DType::kQ4_1 && T != DType::kQ5_1;
+  if constexpr (kSums) {
+    const uint2 sv = __ldg(reinterpret_cast<const uint2*>(x.sums + t * x.g_stride + step * (kStepValues / 16)) + lane);
+    a.s[0] = static_cast<int16_t>(sv.x & 0xFFFFu), a.s[1] = static_cast<int>(sv.x) >> 16;
+    a.s[2] = static_cast<int16_t>(sv.y & 0xFFFFu), a.s[3] = static_cast<int>(sv.y) >> 16;
+  } else {
+    a.s[0] = a.s[1] = a.s[2] = a.s[3] = 0;
+  }
+  const float* d = x.d + t * x.d_stride;
+  if constexpr (QBlock<T>::kValues == 256) {
+    a.d0 = __ldg(d + step * (kStepValues / 256) + (lane >> 2));
+    a.d1 = 0.f;
+  } else {
+    const float2 dd = __ldg(reinterpret_cast<const float2*>(d + step * (kStepValues / 32)) + lane);
+    a.d0 = dd.x, a.d1 = dd.y;
+  }
+  if constexpr (T == DType::kQ4_1 || T == DType::kQ5_1) {
+    const float2 ss = __ldg(reinterpret_cast<const float2*>(x.s + t * x.d_stride + step * (kStepValues / 32)) + lane);
+    a.m0 = ss.x, a.m1 = ss.y;
+  } else {
+    a.m0 = a.m1 = 0.f;
+  }
+}
+
+// Lane `lane`'s share of one step of one weight row (staged in `buf`, `nb` blocks) against
+// every token row: acc[t] += w . x[t].
+template <DType T, int NT>
+__device__ __forceinline__ void DotStep(const uint8_t* buf, const QuantizedActivations& x, int step, int lane, int nb,
+                                        int n_tok, float (&acc)[NT]) {
+  if (!LaneActive<T>(lane, nb)) return;
+  Lane<T> w;
+  LaneLoad<T>(w, buf, lane, nb);
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    if (t < n_tok) {
+      ActLane xl;
+      LoadAct<T>(x, t, step, lane, xl);
+      acc[t] += w.Dot(xl);
+    }
+  }
+}
+
+// Persistent over rows: block b takes row groups b, b + gridDim.x, ... (kWarps / wpr rows per
+// group); the wpr warps of a row take its steps interleaved, each streaming its steps through
+// its own ring of kStages shared-memory buffers, so the copies of the next steps (of this row
+// or the next) are in flight while one is computed. Per step each lane decodes its 64 weight
+// codes once and multiplies them with every token row (quant_dot.cuh).
+// Rows from a.t1_row0 on are of type T1 (T1 == T0: one type; else a pair with the same block
+// size and activation format, e.g. Q4_K Q/K with a Q6_K V: one launch instead of two).
+template <DType T0, DType T1, int NT>
+__global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_constant__ QuantArgs a) {
+  using B0 = QBlock<T0>;
+  using B1 = QBlock<T1>;
+  static_assert(B0::kValues == B1::kValues, "mixed launches need one block size");
+  constexpr int kBuf = (B0::kStepBytes > B1::kStepBytes ? B0::kStepBytes : B1::kStepBytes) + kSmemPad;
+  __shared__ __align__(16) uint8_t smem[kWarps][kStages][kBuf];
+  if (!a.late_trigger) PdlTrigger();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int wpr = a.wpr, rpb = kWarps / wpr;
+  const int part = warp % wpr;
+  const int total = a.segs.total_rows;
+  const int row_stride = gridDim.x * rpb;
+  const int first_row = blockIdx.x * rpb + warp / wpr;
+  const int r0 = blockIdx.x * rpb;
+  const int groups = r0 < total ? (total - r0 + row_stride - 1) / row_stride : 0;  // block-uniform
+  const int sp = (a.n_steps + wpr - 1) / wpr;  // steps per part (the last part may have fewer)
+  const int len = groups * sp;
+
+  // Blocks of step `step` (0 when the row or the step does not exist).
+  auto step_blocks = [&](int gr, int step) {
+    return gr < total && step < a.n_steps ? min(B0::kStep, a.blocks_per_row - step * B0::kStep) : 0;
+  };
+  auto issue = [&](int j) {
+    if (j < len) {
+      const int k = j / sp;
+      const int gr = first_row + k * row_stride;
+      const int step = part + (j - k * sp) * wpr;
+      const int nb = step_blocks(gr, step);
+      if (nb > 0) {
+        const int seg = FindSeg(a.segs, gr);
+        const int64_t row = gr - a.segs.row0[seg];
+        const bool t1 = T0 != T1 && gr >= a.t1_row0;
+        const int64_t off = t1 ? row * a.row_bytes1 + static_cast<int64_t>(step) * B1::kStepBytes
+                               : row * a.row_bytes + static_cast<int64_t>(step) * B0::kStepBytes;
+        StageCopy(smem[warp][j % kStages], a.segs.w[seg] + off, nb * (t1 ? B1::kBytes : B0::kBytes), a.aligned, lane,
+                  32);
+      }
+    }
+    CpAsyncCommit();
+  };
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) issue(j);
+  PdlWait();  // x comes from the kernel before this one
+
+  float acc[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) acc[t] = 0.f;
+  for (int j = 0; j < len; ++j) {
+    issue(j + kStages - 1);
+    CpAsyncWait<kStages - 1>();
+    __syncwarp();
+    const int k = j / sp, s = j - k * sp;
+    const int gr = first_row + k * row_stride;
+    const int step = part + s * wpr;
+    const int nb = step_blocks(gr, step);
+    if (nb > 0) {
+      if (T0 != T1 && gr >= a.t1_row0) {
+        DotStep<T1, NT>(smem[warp][j % kStages], a.x, step, lane, nb, a.n_tok, acc);
+      } else {
+        DotStep<T0, NT>(smem[warp][j % kStages], a.x, step, lane, nb, a.n_tok, acc);
+      }
+    }
+    __syncwarp();  // every lane is done with this buffer before it is refilled
+    if (s == sp - 1) {
+      const bool valid = gr < total;
+      const int seg = FindSeg(a.segs, valid ? gr : 0);
+      ReduceAndStore<NT>(acc, wpr, valid, a.segs.y[seg], a.segs.n_out[seg], gr - a.segs.row0[seg], a.n_tok);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[t] = 0.f;
+    }
+  }
+  PdlTrigger();
+  CpAsyncWait<0>();
+}
+
+template <DType T1>
+struct QuantKernelWith {
+  template <DType T0, int NT>
+  struct K {
+    static constexpr auto kFn = GemvQuantKernel<T0, T1, NT>;
+  };
+};
+
+// One launch of GemvQuantKernel<T0, T1, n> for a.n_tok tokens (LaunchByTok: 1, 2, 4 or 8
+// accumulators), `blocks` row groups, `per_block` of them per thread block (0: persistent).
+template <DType T0, DType T1>
+void LaunchGemvQuant(const QuantArgs& a, int blocks, int per_block, bool pdl, cudaStream_t stream) {
+  LaunchByTok<QuantKernelWith<T1>::template K, T0>(a, blocks, per_block, pdl, stream);
+}
+
+// The type a weight of type t shares a launch with in the usual mixes (llama.cpp's _M file
+// types give V and down more bits: Q4_K with Q6_K, Q5_K with Q6_K, Q3_K with Q4_K, Q2_K with
+// Q3_K); t itself for none. Both have 256-value blocks and Q8_K activations.
+constexpr DType MixPartner(DType t) {
+  switch (t) {
+    case DType::kQ4_K: return DType::kQ6_K;
+    case DType::kQ5_K: return DType::kQ6_K;
+    case DType::kQ3_K: return DType::kQ4_K;
+    case DType::kQ2_K: return DType::kQ3_K;
+    default: return t;
+  }
+}
+
+// LaunchGemvQuant<t0, MixPartner(t0)> (matmul_gemv_mixed.cu); false for a t0 without a partner.
+bool LaunchGemvQuantMixed(DType t0, const QuantArgs& a, int blocks, int per_block, bool pdl, cudaStream_t stream);
+
+}  // namespace herd::cuda::internal::gemv
