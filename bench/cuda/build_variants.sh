@@ -5,7 +5,8 @@
 # and relinks the given targets against that copy. Binaries land in OUT_DIR (default
 # .dev-bench) as TARGET_NAME, stripped, then all are packed into OUT_DIR/v.tgz for `carry`
 # (unpack there with `tar xzf v.tgz`).
-#   bench/cuda/build_variants.sh SRC "NAME [NVCC FLAGS...]" ... -- TARGET...
+#   bench/cuda/build_variants.sh SRC[,SRC...] "NAME [NVCC FLAGS...]" ... -- TARGET...
+# (several sources of one library: each is recompiled with the variant's flags)
 # e.g. bench/cuda/build_variants.sh src/kernels/cuda/matmul_quant_tc.cu "base" "nowg -DHERD_QTC_WGMMA=0" \
 #        -- herd_cuda_matmul_bench herd_cuda_matmul_test
 # Needs a configured and built tree in BUILD (default build); the compile and link lines are
@@ -13,7 +14,8 @@
 set -euo pipefail
 BUILD="${BUILD:-build}"
 OUT_DIR="${OUT_DIR:-.dev-bench}"
-src="$(realpath "$1")"
+IFS=, read -r -a srcs <<<"$1"
+for i in "${!srcs[@]}"; do srcs[$i]="$(realpath "${srcs[$i]}")"; done
 shift
 variants=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do variants+=("$1"); shift; done
@@ -27,19 +29,26 @@ mkdir -p "$out"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cd "$BUILD"
-# The compile line of SRC (its object is the one the library holds).
-compile="$(ninja -t commands | grep -F -- "-c $src" | grep -- "-o " | head -1)"
-[ -n "$compile" ] || { echo "no compile line for $src in $BUILD" >&2; exit 1; }
-obj="$(sed -E 's/.* -o ([^ ]+).*/\1/' <<<"$compile")"
-lib="$(ninja -t query "$obj" | awk '/outputs:/{getline; print $1; exit}')"
-[ -n "$lib" ] || { echo "no library holds $obj" >&2; exit 1; }
+# The compile line of each source (its object is the one the library holds).
+compiles=() objs=()
+for src in "${srcs[@]}"; do
+  compile="$(ninja -t commands | grep -F -- "-c $src" | grep -- "-o " | head -1)"
+  [ -n "$compile" ] || { echo "no compile line for $src in $BUILD" >&2; exit 1; }
+  compiles+=("$compile")
+  objs+=("$(sed -E 's/.* -o ([^ ]+).*/\1/' <<<"$compile")")
+done
+lib="$(ninja -t query "${objs[0]}" | awk '/outputs:/{getline; print $1; exit}')"
+[ -n "$lib" ] || { echo "no library holds ${objs[0]}" >&2; exit 1; }
 for v in "${variants[@]}"; do
   read -r name flags <<<"$v"
-  # Extra flags go right after the compiler, so -I DIR shadows the tree's headers.
-  cmd="$(sed -E "s#^(\S*ccache )?(\S*nvcc)#\2 ${flags:-}#; s# -MD -MT \S+ -MF \S+##; s# -o \S+# -o $tmp/$(basename "$obj")#" <<<"$compile")"
-  eval "$cmd"
   cp "$lib" "$tmp/lib.a"
-  (cd "$tmp" && ar r lib.a "$(basename "$obj")" 2>/dev/null)
+  for i in "${!compiles[@]}"; do
+    # Extra flags go right after the compiler, so -I DIR shadows the tree's headers.
+    o="$tmp/$(basename "${objs[$i]}")"
+    cmd="$(sed -E "s#^(\S*ccache )?(\S*nvcc)#\2 ${flags:-}#; s# -MD -MT \S+ -MF \S+##; s# -o \S+# -o $o#" <<<"${compiles[$i]}")"
+    eval "$cmd"
+    (cd "$tmp" && ar r lib.a "$(basename "$o")" 2>/dev/null)
+  done
   for t in "${targets[@]}"; do
     link="$(ninja -t commands "$t" | tail -1 | sed -E 's/^: && //; s/ && (:|cd ).*$//')"
     exe="$(sed -E 's/.* -o ([^ ]+).*/\1/' <<<"$link")"

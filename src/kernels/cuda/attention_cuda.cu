@@ -17,6 +17,7 @@
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/rope_cuda.cuh"
 
@@ -390,6 +391,9 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
     default: LaunchQ8_0(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
   }
   if (p.s_max > 1) {
+#ifdef HERD_DIAG_SKIP_OPS
+    if (DiagSkip("merge", b.n_tokens)) return;  // leave-one-out timing (diag_skip.h)
+#endif
     const int threads = c.head_dim > 64 ? 128 : 64;
     LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(b.n_tokens * n_heads), threads, 0, stream, p.part_o, p.part_ml,
               p.nsplit, n_heads, c.head_dim, p.s_max, out);

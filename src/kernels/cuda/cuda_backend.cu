@@ -281,7 +281,7 @@ class CudaBackend final : public Backend {
   }
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                     std::span<float* const> ys) override {
-    DIAG_SKIP("qkv", n_tok);
+    DIAG_SKIP(ws.size() == 2 ? "glu" : "qkv", n_tok);  // gate/up of quantized models come through here
     if (!BeginOp(/*matmul=*/true)) return;
 #ifdef HERD_DIAG_SKIP_OPS
     const size_t keep = ws.size() == 3 ? DiagSharedKeep(ws.size(), n_tok) : ws.size();  // Q/K/V only

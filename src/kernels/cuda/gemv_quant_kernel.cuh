@@ -26,7 +26,7 @@ struct QuantArgs {
   int wpr;       // warps per row
   bool aligned;  // rows start 16-byte aligned: cp.async path
   QuantizedActivations x;
-  int n_tok;  // <= NT
+  int n_tok;          // <= NT
   bool late_trigger;  // let the next kernel launch after the main loop instead of at entry
 };
 
