@@ -12,10 +12,11 @@ namespace herd::cuda {
 
 // Leave-one-out profiling (diagnostic builds only; the device has no timeline profiler and ncu
 // times kernels outside the graph): built with -DHERD_DIAG_SKIP_OPS (bench/cuda/build_variants.sh
-// src/kernels/cuda/cuda_backend.cu "diag -DHERD_DIAG_SKIP_OPS" -- herd), HERD_DIAG_SKIP=op,...
-// skips those ops of single-token batches (qkv, o, down, glu, head, attn, rope, norm; merge: the attention split merge;
-// quant: the activation quantization of an unfused GEMV input), so that the decode step's time with and without an op
-// gives its cost inside the graph. Outputs are wrong in such runs; normal builds have no hook.
+// src/kernels/cuda/cuda_backend.cu,src/kernels/cuda/attention_cuda.cu "diag -DHERD_DIAG_SKIP_OPS"
+// -- herd), HERD_DIAG_SKIP=op,... skips those ops of single-token batches: qkv, o, down, glu (gate/up
+// and SwiGLU), head, attn, rope, norm, merge (the attention split merge), so that the decode
+// step's time with and without an op gives its cost inside the graph. Outputs are wrong in such
+// runs; normal builds have no hook.
 #ifdef HERD_DIAG_SKIP_OPS
 inline bool DiagSkip(const char* what, int64_t n_tok) {
   const char* e = std::getenv("HERD_DIAG_SKIP");

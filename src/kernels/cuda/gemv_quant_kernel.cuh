@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
   static_assert(B0::kValues == B1::kValues, "mixed launches need one block size");
   constexpr int kBuf = (B0::kStepBytes > B1::kStepBytes ? B0::kStepBytes : B1::kStepBytes) + kSmemPad;
   __shared__ __align__(16) uint8_t smem[kWarps][kStages][kBuf];
-  if (!a.late_trigger) PdlTrigger();
+  PdlTrigger();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wpr = a.wpr, rpb = kWarps / wpr;
   const int part = warp % wpr;
@@ -160,7 +160,6 @@ __global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_cons
       for (int t = 0; t < NT; ++t) acc[t] = 0.f;
     }
   }
-  PdlTrigger();
   CpAsyncWait<0>();
 }
 

@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/quants.h"
@@ -162,21 +161,7 @@ struct MatMulRunner::Impl {
 
   internal::QuantizedActivations Quantize(DType format, const float* x, int64_t n_tok, int64_t n_in) {
     void* buf = act[ActSlot(format)].Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
-#ifdef HERD_DIAG_SKIP_OPS
-    // Leave-one-out timing (diag_skip.h): "quant" reuses the last activations of this layout.
-    static internal::QuantizedActivations last[3];
-    static int64_t last_shape[3][2];
-    const int k = ActSlot(format);
-    if (DiagSkip("quant", n_tok) && last[k].q != nullptr && last_shape[k][0] == n_tok && last_shape[k][1] == n_in &&
-        last[k].q == buf) {
-      return last[k];
-    }
-    last[k] = internal::QuantizeActivations(format, x, n_tok, n_in, buf, stream);
-    last_shape[k][0] = n_tok, last_shape[k][1] = n_in;
-    return last[k];
-#else
     return internal::QuantizeActivations(format, x, n_tok, n_in, buf, stream);
-#endif
   }
 
   const void* Convert(const float* x, int64_t n_tok, int64_t n_in, bool bf16) {

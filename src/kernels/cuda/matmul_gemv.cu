@@ -96,8 +96,6 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
       for (int k = 0; k < kMaxSegs; ++k)
         if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
       const bool pdl = GemvProgrammaticLaunch();
-      static const bool late = !EnvOn("HERD_CUDA_GEMV_EARLY_TRIGGER");
-      at.late_trigger = late;
       if (mixed) {
         HERD_CHECK(LaunchGemvQuantMixed(c0, at, blocks, groups_per_block, pdl, stream));
       } else {

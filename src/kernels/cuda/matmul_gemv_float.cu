@@ -162,6 +162,10 @@ int64_t EnvOr(const char* name, int64_t fallback) {
 std::atomic<int64_t> g_float_pdl_max_mb{EnvOr("HERD_CUDA_FLOAT_PDL_MB", GemvOptions{}.float_pdl_max_mb)};
 std::atomic<int64_t> g_float_want_warps{EnvOr("HERD_CUDA_FLOAT_WANT_WARPS", GemvOptions{}.float_want_warps)};
 std::atomic<int64_t> g_float_per_part{EnvOr("HERD_CUDA_FLOAT_PER_PART", GemvOptions{}.float_per_part)};
+// Launches of at least kSplit4MinRows rows of at most this many 512-byte units split every row
+// over 4 warps (HERD_CUDA_FLOAT_SPLIT4_UNITS; 0: off).
+std::atomic<int64_t> g_float_split4_units{EnvOr("HERD_CUDA_FLOAT_SPLIT4_UNITS", 64)};
+constexpr int64_t kSplit4MinRows = 4096;
 
 template <DType T, int NT>
 struct FloatKernel {
@@ -237,9 +241,14 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
       HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
       a.vec = a.vec && Aligned16(ws[k].data);
     }
-    // Split rows (4 vectors per lane in flight) only while the grid has few warps.
-    a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
-                        kFloatMinUnits);
+    // Split rows (4 vectors per lane in flight) only while the grid has few warps; except wide
+    // launches of short rows: 4 warps per row, so that a lane's whole share is one batch of
+    // loads, issued before the dependency wait (H100, llama-3.1-8b F16 Q/K/V and O).
+    const int64_t units = (n_in / e + 31) / 32;
+    a.wpr = WarpsPerRow(a.segs.total_rows, units, g_float_per_part.load(), g_float_want_warps.load(), kFloatMinUnits);
+    if (a.segs.total_rows >= kSplit4MinRows && units <= g_float_split4_units.load() && units >= 4 * kFloatMinUnits) {
+      a.wpr = 4;
+    }
     const int rows_per_block = kWarps / a.wpr;
     const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
