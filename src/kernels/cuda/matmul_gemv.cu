@@ -40,16 +40,23 @@ namespace {
 
 using namespace gemv;  // NOLINT(google-build-using-namespace): the shared GEMV helpers
 
-// HERD_CUDA_GEMV_PDL=0 / HERD_CUDA_GEMV_MIXED=0 (A/B runs in the engine): launch the quantized
-// GEMVs without programmatic dependent launch / one launch per weight type.
+// Environment switches for A/B runs in the engine (initial values; SetGemvOptions overrides):
+// HERD_CUDA_GEMV_PDL=0 / HERD_CUDA_GEMV_MIXED=0: the quantized GEMVs without programmatic
+// dependent launch / one launch per weight type; HERD_CUDA_GEMV_GROUPS, _SPLIT_STAGES and
+// _WANT_WARPS: GemvOptions::groups_per_block, split_stages and the grid's warp target.
 bool EnvOn(const char* name) {
   const char* e = std::getenv(name);
   return e == nullptr || std::atoi(e) != 0;
 }
+int EnvIntOr(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoi(e);
+}
 
 std::atomic<bool> g_pdl{EnvOn("HERD_CUDA_GEMV_PDL")};
-std::atomic<int> g_groups_per_block{-1};
-std::atomic<int> g_split_stages{kStages - 1};
+std::atomic<int> g_groups_per_block{EnvIntOr("HERD_CUDA_GEMV_GROUPS", -1)};
+std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages - 1)};
+const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
 
 // Launches the weights ws[order[0..n)] (those of t0 first, then those of t1; t1 == t0: one
 // type) in launches of up to kMaxSegs weights.
@@ -80,7 +87,7 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
     if (!mixed) a.t1_row0 = INT_MAX;
     a.blocks_per_row = static_cast<int>(n_in / block);
     a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
-    a.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, g_split_stages.load(std::memory_order_relaxed));
+    a.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, g_split_stages.load(std::memory_order_relaxed), g_want_warps);
     const int rows_per_block = kWarps / a.wpr;
     const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
     int groups_per_block = g_groups_per_block.load(std::memory_order_relaxed);
