@@ -18,8 +18,16 @@
 
 namespace herd::cuda::internal::gemv {
 
-constexpr int kWarps = 4;         // warps per thread block
-constexpr int kStages = 3;        // shared-memory ring depth per warp
+// HERD_GEMV_WARPS / HERD_GEMV_STAGES: compile-time overrides for variant builds
+// (bench/cuda/build_variants.sh); the defaults are the ones measured best.
+#ifndef HERD_GEMV_WARPS
+#define HERD_GEMV_WARPS 4
+#endif
+#ifndef HERD_GEMV_STAGES
+#define HERD_GEMV_STAGES 3
+#endif
+constexpr int kWarps = HERD_GEMV_WARPS;    // warps per thread block
+constexpr int kStages = HERD_GEMV_STAGES;  // shared-memory ring depth per warp
 constexpr int kMaxTok = 8;        // tokens per launch
 constexpr int kMaxSegs = 4;       // weights per launch
 constexpr int kWantWarps = 4096;  // split rows over more warps while the grid has fewer
