@@ -105,7 +105,7 @@ class Backend {
   virtual void TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals);
 
   // --- hints ---
-  // Declares that the op called next (RmsNorm, AddRmsNorm or SwiGlu) computes the input x of the
+  // Declares that the op called next (RmsNorm, AddRmsNorm, SwiGlu or PagedAttention) computes the input x of the
   // MatMul / MatMulShared called right after it, with weight w (the first of MatMulShared's
   // weights), no other op in between. A device backend may then have that op also write x in
   // the form the matmul consumes (CUDA: the int8 activations of a quantized GEMV, one kernel

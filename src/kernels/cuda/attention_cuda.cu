@@ -138,25 +138,6 @@ __global__ void RopeStoreKvKernel(const StoreArgs a, float* q, float* k, const f
   StoreToken<T>(a.kc, a.vc, row0 + j, 1, hd, a.vec_bytes, kh, v + (t * a.n_kv_heads + j) * hd);
 }
 
-// Normalised weights w[0..ns) of the ns split partials of output row th (token * n_heads + head):
-// w_s = l_s * 2^(m_s - max m) / sum. One warp (all 32 lanes call it), each lane two splits. A
-// split that saw no visible position (l = 0) weighs 0.
-__device__ __forceinline__ void SplitWeights(const float2* part_ml, int64_t th, int s_max, int ns, float* w) {
-  static_assert(attn::kMaxSplits <= 64);
-  const int lane = threadIdx.x % 32;
-  const float2* ml = part_ml + th * s_max;
-  const float2 a = lane < ns ? ml[lane] : make_float2(-INFINITY, 0.f);
-  const float2 b = lane + 32 < ns ? ml[lane + 32] : make_float2(-INFINITY, 0.f);
-  float m = fmaxf(a.x, b.x);
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  const float wa = a.y > 0.f ? a.y * exp2f(a.x - m) : 0.f;
-  const float wb = b.y > 0.f ? b.y * exp2f(b.x - m) : 0.f;
-  float den = wa + wb;
-  for (int o = 16; o > 0; o >>= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
-  if (lane < ns) w[lane] = wa / den;
-  if (lane + 32 < ns) w[lane + 32] = wb / den;
-}
-
 // Merges the split partials of tokens whose item used more than one split. One CTA per
 // (token, head): the first warp turns the splits' (max, sum) into weights, then every thread
 // sums its dims over the splits (independent loads).
@@ -169,7 +150,7 @@ __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2
   const int64_t th = blockIdx.x;  // token * n_heads + head
   const int ns = nsplit[th / n_heads];
   if (ns <= 1) return;  // written directly by the attention kernel
-  if (threadIdx.x < 32) SplitWeights(part_ml, th, s_max, ns, weight);
+  if (threadIdx.x < 32) attn::SplitWeights(part_ml, th, s_max, ns, weight);
   __syncthreads();
   const float* o = part_o + th * s_max * head_dim;
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
@@ -316,13 +297,12 @@ bool DecodeOnTensorCores(DType type, int head_dim, int group) {
          DecodeTcFlag().load(std::memory_order_relaxed);
 }
 
-void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
-                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream) {
-  CheckCache(c);
-  HERD_CHECK(n_heads > 0 && n_heads % c.n_kv_heads == 0);
-  HERD_CHECK_MSG(c.head_dim % 16 == 0 && c.head_dim <= attn::kMaxHeadDim,
-                 "CUDA attention needs head_dim a multiple of 16 up to %d, got %d", attn::kMaxHeadDim, c.head_dim);
-  if (b.n_tokens <= 0) return;
+namespace {
+
+// PagedAttention's attention kernels, not the split merge (n_tokens > 0); returns their
+// parameters (p.s_max > 1: partials to merge).
+attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
+                             float scale, float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream) {
   HERD_CHECK_MSG(reinterpret_cast<uintptr_t>(out) % 16 == 0, "attention output must be 16-byte aligned");
   using namespace attn;
   Params p{};
@@ -390,6 +370,23 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
     case DType::kF32: LaunchF32(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
     default: LaunchQ8_0(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
   }
+  return p;
+}
+
+void CheckShapes(const KvLayerView& c, int32_t n_heads) {
+  CheckCache(c);
+  HERD_CHECK(n_heads > 0 && n_heads % c.n_kv_heads == 0);
+  HERD_CHECK_MSG(c.head_dim % 16 == 0 && c.head_dim <= attn::kMaxHeadDim,
+                 "CUDA attention needs head_dim a multiple of 16 up to %d, got %d", attn::kMaxHeadDim, c.head_dim);
+}
+
+}  // namespace
+
+void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
+                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream) {
+  CheckShapes(c, n_heads);
+  if (b.n_tokens <= 0) return;
+  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream);
   if (p.s_max > 1) {
 #ifdef HERD_DIAG_SKIP_OPS
     if (DiagSkip("merge", b.n_tokens)) return;  // leave-one-out timing (diag_skip.h)
@@ -398,6 +395,16 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
     LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(b.n_tokens * n_heads), threads, 0, stream, p.part_o, p.part_ml,
               p.nsplit, n_heads, c.head_dim, p.s_max, out);
   }
+}
+
+bool PagedAttentionQuantized(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
+                             float scale, float* out, int num_sms, AttentionScratch* scratch, DType format,
+                             void* buffer, cudaStream_t stream, internal::QuantizedActivations* activations) {
+  CheckShapes(c, n_heads);
+  if (b.n_tokens <= 0 || !attn::MergeQuantizeTakes(n_heads, n_heads / c.n_kv_heads, c.head_dim, format)) return false;
+  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream);
+  HERD_CHECK(attn::LaunchMergeQuantize(p, format, buffer, stream, activations));
+  return true;
 }
 
 }  // namespace herd::cuda

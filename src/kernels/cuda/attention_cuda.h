@@ -17,6 +17,9 @@
 #include "kernels/attention.h"
 
 namespace herd::cuda {
+namespace internal {
+struct QuantizedActivations;  // matmul_internal.h
+}  // namespace internal
 
 // Device scratch of PagedAttention (split-K partial outputs). Grows on demand (not while the
 // stream is being captured: the first, eager pass of a graph key reaches its size); a grown-out
@@ -67,6 +70,15 @@ void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q
 // `num_sms`: the device's multiprocessor count (sizes the split).
 void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads, float scale,
                     float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream);
+
+// PagedAttention that also writes out as the int8 activations of `format` (Q8_0, Q8_1 or Q8_K)
+// into `buffer` (internal::QuantizedActivationBytes of n_tokens rows), as QuantizeActivations
+// would, with the split merge in the same kernel (attention_merge_quant.cu); *activations
+// describes them. Returns false, queueing nothing, unless group * head_dim is a multiple of 256
+// (up to 8192) and n_heads * head_dim a multiple of 2048.
+bool PagedAttentionQuantized(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
+                             float scale, float* out, int num_sms, AttentionScratch* scratch, DType format,
+                             void* buffer, cudaStream_t stream, internal::QuantizedActivations* activations);
 
 // How PagedAttention splits contexts (process-wide; benchmarks compare settings, the defaults
 // are the ones measured best on H100, bench/results/cuda-attention-2026-11-22.md): splits per

@@ -4,7 +4,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdint>
+
+#include "kernels/cuda/matmul_internal.h"
+#include "tensor/dtype.h"
 
 namespace herd::cuda::attn {
 
@@ -121,5 +125,34 @@ bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
 bool DecodeTcApplies(int head_dim, int group);
 // That kernel for the decode tokens of the batch, over the SIMT kernels' grid (head_chunks == 1).
 void LaunchDecodeTcF16(const Params& p, unsigned grid, cudaStream_t stream);
+
+// Normalised weights w[0..ns) of the ns split partials of output row th (token * n_heads + head):
+// w_s = l_s * 2^(m_s - max m) / sum. One warp (all 32 lanes call it), each lane two splits. A
+// split that saw no visible position (l = 0) weighs 0.
+__device__ __forceinline__ void SplitWeights(const float2* part_ml, int64_t th, int s_max, int ns, float* w) {
+  static_assert(kMaxSplits <= 64);
+  const int lane = threadIdx.x % 32;
+  const float2* ml = part_ml + th * s_max;
+  const float2 a = lane < ns ? ml[lane] : make_float2(-INFINITY, 0.f);
+  const float2 b = lane + 32 < ns ? ml[lane + 32] : make_float2(-INFINITY, 0.f);
+  float m = fmaxf(a.x, b.x);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const float wa = a.y > 0.f ? a.y * exp2f(a.x - m) : 0.f;
+  const float wb = b.y > 0.f ? b.y * exp2f(b.x - m) : 0.f;
+  float den = wa + wb;
+  for (int o = 16; o > 0; o >>= 1) den += __shfl_xor_sync(0xffffffffu, den, o);
+  if (lane < ns) w[lane] = wa / den;
+  if (lane + 32 < ns) w[lane + 32] = wb / den;
+}
+
+// The split merge fused with the quantization of the attention output for the O projection's
+// quantized GEMV (attention_merge_quant.cu): one CTA per (token, kv head) merges the group's
+// rows (as MergeSplitsKernel; rows written directly by the attention kernels are read back) and
+// writes them to out and, as QuantizeActivations(format) would, into buffer. Queues nothing and
+// returns false unless group * head_dim is a multiple of 256 (whole Q8_K blocks per CTA, whole
+// warps) up to 8192 and n_heads * head_dim a multiple of 2048 (no padding).
+bool LaunchMergeQuantize(const Params& p, DType format, void* buffer, cudaStream_t stream,
+                         internal::QuantizedActivations* q);
+bool MergeQuantizeTakes(int32_t n_heads, int32_t group, int32_t head_dim, DType format);
 
 }  // namespace herd::cuda::attn

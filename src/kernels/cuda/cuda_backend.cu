@@ -329,7 +329,18 @@ class CudaBackend final : public Backend {
   void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
                       float scale, float* out) override {
     DIAG_SKIP("attn", batch.n_tokens);
+    const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (!BeginOp()) return;
+    const int64_t n_in = static_cast<int64_t>(n_heads) * cache.head_dim;
+    if (next && next->cols() == n_in && attn_quant_out_ &&
+        matmul_->FusedInt8Input(next->type, out, batch.n_tokens, n_in,
+                                [&](DType format, void* buffer, internal::QuantizedActivations* activations) {
+                                  return cuda::PagedAttentionQuantized(cache, batch, q, n_heads, scale, out, num_sms_,
+                                                                       scratch_.get(), format, buffer, stream_,
+                                                                       activations);
+                                })) {
+      return;
+    }
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
   }
   void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev) override {
@@ -483,6 +494,12 @@ class CudaBackend final : public Backend {
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
   const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
   const bool pinned_d2h_ = EnvOn("HERD_CUDA_PINNED_D2H");
+  // HERD_CUDA_ATTN_QUANT_OUT=1: attention writes the O projection's int8 GEMV input in its split
+  // merge (PagedAttentionQuantized). Off by default until measured on the device.
+  const bool attn_quant_out_ = fuse_inputs_ && [] {
+    const char* e = std::getenv("HERD_CUDA_ATTN_QUANT_OUT");
+    return e != nullptr && std::strcmp(e, "0") != 0;
+  }();
   void* d2h_ = nullptr;  // pinned, d2h_bytes_
   size_t d2h_bytes_ = 0;
   cudaEvent_t d2h_events_[kD2hChunks] = {};

@@ -28,9 +28,9 @@ namespace herd::cuda::internal::gemv {
 #endif
 constexpr int kWarps = HERD_GEMV_WARPS;    // warps per thread block
 constexpr int kStages = HERD_GEMV_STAGES;  // shared-memory ring depth per warp
-constexpr int kMaxTok = 8;        // tokens per launch
-constexpr int kMaxSegs = 4;       // weights per launch
-constexpr int kWantWarps = 4096;  // split rows over more warps while the grid has fewer
+constexpr int kMaxTok = 8;                 // tokens per launch
+constexpr int kMaxSegs = 4;                // weights per launch
+constexpr int kWantWarps = 4096;           // split rows over more warps while the grid has fewer
 
 // The weights of one launch: rows [row0[s], row0[s+1]) of the concatenation are rows of seg s.
 struct Segs {

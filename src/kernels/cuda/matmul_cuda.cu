@@ -374,6 +374,12 @@ bool MatMulRunner::FusedSwiGlu(DType weight_type, const float* gate, const float
       });
 }
 
+bool MatMulRunner::FusedInt8Input(DType weight_type, const float* out, int64_t n_tok, int64_t n_in,
+                                  const Int8Producer& produce) {
+  if (impl_->InputKind(weight_type, n_tok) != Impl::Input::kInt8) return false;
+  return impl_->Prepare(weight_type, out, n_tok, n_in, produce, [](bool, void*) { return false; });
+}
+
 void MatMulRunner::DropPreparedInput() { impl_->prepared = Impl::Prepared{}; }
 
 bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,

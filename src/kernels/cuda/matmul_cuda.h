@@ -12,12 +12,16 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
 #include "tensor/tensor.h"
 
 namespace herd::cuda {
+namespace internal {
+struct QuantizedActivations;  // matmul_internal.h
+}  // namespace internal
 
 // Which kernels MatMul uses. kAuto (the default) picks by weight type and n_tok: GEMV kernels
 // for small n_tok, tensor cores above. kGemv / kTensorCore force one path for any n_tok (tests
@@ -54,6 +58,11 @@ class MatMulRunner {
   bool FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok, int64_t n_in,
                     float* out);
   bool FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in);
+  // The same for any producer of int8 activations (e.g. PagedAttentionQuantized): when the next
+  // call takes them, produce(format, buffer, &activations) must queue the op writing out and its
+  // activations of `format` into buffer, or queue nothing and return false.
+  using Int8Producer = std::function<bool(DType format, void* buffer, internal::QuantizedActivations* activations)>;
+  bool FusedInt8Input(DType weight_type, const float* out, int64_t n_tok, int64_t n_in, const Int8Producer& produce);
   void DropPreparedInput();
   // out = silu(x · gateᵀ) * (x · upᵀ) as one launch with the SwiGLU in its epilogue, for float
   // gate/up of one type and shape: on the GEMV path (identical to MatMulShared + SwiGlu), or for

@@ -349,7 +349,7 @@ class LlamaModel final : public Model {
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
     // h = rms_norm(x) * attn_norm of layer 0 here; of later layers fused into the previous
     // layer's last residual add (AddRmsNorm: x += ffn_out, then the norm). Each norm and the
-    // SwiGLU announce the matmul that reads their output (PrepareMatMulInput).
+    // SwiGLU (and attention) announce the matmul that reads their output (PrepareMatMulInput).
     if (c.n_layer > 0) {
       be.PrepareMatMulInput(layers_[0].wq);
       be.RmsNorm(ws_.x, layers_[0].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
@@ -361,6 +361,7 @@ class LlamaModel final : public Model {
       float* const qkv_out[] = {ws_.q, ws_.k, ws_.v};
       be.MatMulShared(qkv, ws_.h, T, qkv_out);
       be.RopeStoreKv(cache, ab, ws_.q, c.n_head, ws_.k, ws_.v, ws_.pos, inv_freq_, c.n_rot);
+      be.PrepareMatMulInput(l.wo);
       be.PagedAttention(cache, ab, ws_.q, c.n_head, scale, ws_.attn);
       be.MatMul(l.wo, ws_.attn, T, ws_.h);
       be.PrepareMatMulInput(l.w_gate);

@@ -1,0 +1,77 @@
+// The attention split merge fused with the activation quantization of the O projection's GEMV
+// input (LaunchMergeQuantize, attention_internal.h): one kernel instead of MergeSplitsKernel
+// followed by QuantizeActivations. One CTA per (token, kv head), group * head_dim / 8 threads
+// of 8 consecutive output values each (the group's rows are consecutive in the output row): the
+// first warps turn each row's split (max, sum) pairs into weights (SplitWeights), every thread
+// sums its 8 values over the splits in MergeSplitsKernel's order (so out is the same, bit for
+// bit) — or reads them back where the attention kernel wrote the row itself (one split) — then
+// QuantizeOctet writes them as QuantizeActivations does (a warp per Q8_K block). Cost: the
+// partials once from L2, out and ~1.2 bytes per value written.
+#include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
+#include "kernels/cuda/quant_act.cuh"
+
+namespace herd::cuda::attn {
+namespace {
+
+template <DType F>
+__global__ void MergeQuantizeKernel(const Params p, internal::ActOut o) {
+  extern __shared__ float weights[];  // [group][kMaxSplits]
+  PdlTrigger();
+  PdlWait();  // the attention kernel's partials and rows
+  const int t = blockIdx.x / p.n_kv_heads, kvh = blockIdx.x % p.n_kv_heads;
+  const int hd = p.head_dim;
+  const int ns = p.s_max > 1 ? p.nsplit[t] : 1;
+  const int e0 = 8 * threadIdx.x, r = e0 / hd, d0 = e0 - r * hd;
+  const int64_t th0 = static_cast<int64_t>(t) * p.n_heads + static_cast<int64_t>(kvh) * p.group;  // first row
+  float* dst = p.out + (th0 + r) * hd + d0;
+  float v[8];
+  if (ns > 1) {
+    for (int rr = static_cast<int>(threadIdx.x / 32); rr < p.group; rr += static_cast<int>(blockDim.x / 32)) {
+      SplitWeights(p.part_ml, th0 + rr, p.s_max, ns, weights + rr * kMaxSplits);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 8; ++i) v[i] = 0.f;
+    const float* src = p.part_o + (th0 + r) * p.s_max * hd + d0;
+    const float* w = weights + r * kMaxSplits;
+    for (int s = 0; s < ns; ++s) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] += w[s] * src[s * hd + i];
+    }
+    reinterpret_cast<float4*>(dst)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(dst)[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+    const float4 a = reinterpret_cast<const float4*>(dst)[0], b = reinterpret_cast<const float4*>(dst)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  }
+  internal::QuantizeOctet<F>(v, t, static_cast<int64_t>(kvh) * p.group * hd + e0, o);
+}
+
+}  // namespace
+
+bool MergeQuantizeTakes(int32_t n_heads, int32_t group, int32_t head_dim, DType format) {
+  const int64_t gh = static_cast<int64_t>(group) * head_dim;
+  return (format == DType::kQ8_0 || format == DType::kQ8_1 || format == DType::kQ8_K) && gh % 256 == 0 && gh <= 8192 &&
+         (static_cast<int64_t>(n_heads) * head_dim) % kStepValues == 0;
+}
+
+bool LaunchMergeQuantize(const Params& p, DType format, void* buffer, cudaStream_t stream,
+                         internal::QuantizedActivations* q) {
+  if (!MergeQuantizeTakes(p.n_heads, p.group, p.head_dim, format) || p.n_tokens <= 0) return false;
+  const int64_t n_in = static_cast<int64_t>(p.n_heads) * p.head_dim;
+  const internal::ActOut o = internal::MakeActOut(buffer, internal::MakeActLayout(p.n_tokens, n_in));
+  const auto grid = static_cast<unsigned>(p.n_tokens * p.n_kv_heads);
+  const auto threads = static_cast<unsigned>(p.group * p.head_dim / 8);
+  const size_t smem = static_cast<size_t>(p.group) * kMaxSplits * sizeof(float);
+  switch (format) {
+    case DType::kQ8_0: LaunchPdl(MergeQuantizeKernel<DType::kQ8_0>, grid, threads, smem, stream, p, o); break;
+    case DType::kQ8_1: LaunchPdl(MergeQuantizeKernel<DType::kQ8_1>, grid, threads, smem, stream, p, o); break;
+    default: LaunchPdl(MergeQuantizeKernel<DType::kQ8_K>, grid, threads, smem, stream, p, o); break;
+  }
+  *q = internal::ActView(format, o);
+  return true;
+}
+
+}  // namespace herd::cuda::attn
