@@ -6,7 +6,8 @@
 // one row (1, 2 or 4, chosen per call so that no warp has more than split_stages stages and
 // the grid has enough warps) take interleaved parts of the row and add their sums through
 // shared memory. Up to kMaxSegs weights sharing x (Q/K/V, gate/up) run as one launch over their
-// concatenated rows. The quantized kernel's blocks may also loop over several row groups
+// concatenated rows — of one type, or of a type and its MixPartner (gemv_quant_kernel.cuh: the
+// _M files' Q4_K Q/K with a Q6_K V). The quantized kernel's blocks may also loop over several row groups
 // (GemvOptions::groups_per_block; 0 = persistent, one wave), prefetching the next row while
 // computing one. Measured on H100 (bench/results/cuda-matmul-2026-11-22.md): one group per
 // block is best except for many rows of a single step (n_in <= 2048, >= 8192 rows: two).
