@@ -356,19 +356,22 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   const int64_t grid = units * p.s_max;
   HERD_CHECK_MSG(grid < (1ll << 31), "attention grid too large (%lld CTAs)", static_cast<long long>(grid));
   const int rows_small = p.group <= 4 ? 4 : (p.group <= 8 ? 8 : kItemRows);
+  // Prefill kernels only where the batch may hold runs of positions (their CTAs exit at once on
+  // decode tokens, but each launch costs a kernel boundary per layer).
+  const bool runs = b.n_tokens > 1 && b.may_have_runs;
   bool tc = false;
   switch (c.type) {
     case DType::kF16: {
-      tc = b.n_tokens > 1 && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
-      if (decode_tc && (b.n_tokens == 1 || tc)) {
+      tc = runs && LaunchPrefillTcF16(p, stream);  // runs of positions on tensor cores
+      if (decode_tc && (!runs || tc)) {
         LaunchDecodeTcF16(p, static_cast<unsigned>(grid), stream);
       } else {
-        LaunchF16(p, rows_small, b.n_tokens > 1 && !tc, static_cast<unsigned>(grid), stream);
+        LaunchF16(p, rows_small, runs && !tc, static_cast<unsigned>(grid), stream);
       }
       break;
     }
-    case DType::kF32: LaunchF32(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
-    default: LaunchQ8_0(p, rows_small, b.n_tokens > 1, static_cast<unsigned>(grid), stream); break;
+    case DType::kF32: LaunchF32(p, rows_small, runs, static_cast<unsigned>(grid), stream); break;
+    default: LaunchQ8_0(p, rows_small, runs, static_cast<unsigned>(grid), stream); break;
   }
   return p;
 }

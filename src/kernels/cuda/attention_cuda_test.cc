@@ -13,6 +13,8 @@
 //    rounded to f16 (relative 2^-11 each; ~6e-4 rms on the scores here): bound 4e-3 for them,
 //    still 5× under the effect of one wrong position.
 //    Outputs are NaN-poisoned first; reading an unwritten slot would bring in NaN.
+// Decode-only batches tell the backend so (AttentionBatch::may_have_runs false, as the model
+// does), except in DecodeBatchesWithTheRunsHintLeftOn.
 // Batches: one decode token; many decode sequences of different lengths (crossing many blocks,
 // one 2100 long); a prefill chunk starting at position 70; a 300-token prefill from 0; a mixed
 // batch (decode tokens, chunks, a fresh sequence, one sequence's tokens in reverse order).
@@ -82,7 +84,9 @@ std::string Name(const Config& c, const BatchSpec& b) {
 
 class CudaAttentionTest : public CudaBackendTest {
  public:
-  void RunCase(const Config& cfg, const BatchSpec& spec, uint32_t seed) {
+  // runs_hint: AttentionBatch::may_have_runs as the model sets it (false for batches without
+  // prefill runs: the prefill kernels are skipped), or forced true (they run and exit at once).
+  void RunCase(const Config& cfg, const BatchSpec& spec, uint32_t seed, bool force_runs_hint = false) {
     SCOPED_TRACE(Name(cfg, spec));
     std::mt19937 rng(seed);
     KvLayerView host;
@@ -159,7 +163,9 @@ class CudaAttentionTest : public CudaBackendTest {
     const int32_t* dflat = Upload(flat);
     std::vector<const int32_t*> dptrs;
     for (int32_t s = 0, off = 0; s < n_seqs; off += table_lens[s], ++s) dptrs.push_back(dflat + off);
-    const AttentionBatch db{n_tok, Upload(pos), Upload(seq), Upload(dptrs), Upload(table_lens)};
+    bool runs = force_runs_hint;
+    for (int64_t t = 1; t < n_tok; ++t) runs = runs || (seq[t] == seq[t - 1] && pos[t] == pos[t - 1] + 1);
+    const AttentionBatch db{n_tok, Upload(pos), Upload(seq), Upload(dptrs), Upload(table_lens), runs};
     float* out = Poisoned<float>(q.size());
     backend_->StoreKv(dev, db, Upload(k), Upload(v));
     backend_->PagedAttention(dev, db, Upload(q), n_heads, scale, out);
@@ -257,6 +263,18 @@ TEST_F(CudaAttentionTest, LargeGroupsAndOtherHeadDims) {
     RunCase(Config{DType::kQ8_0, 96, 2, 32}, b, seed++);
     if (Quick()) break;
     RunCase(Config{DType::kF32, 96, 1, 16}, b, seed++);
+  }
+}
+
+// Decode-only batches with the prefill kernels launched anyway (AttentionBatch::may_have_runs
+// left true, as a caller that does not know gives it): the same results.
+TEST_F(CudaAttentionTest, DecodeBatchesWithTheRunsHintLeftOn) {
+  uint32_t seed = 700;
+  for (const BatchSpec& b : Batches()) {
+    if (std::any_of(b.seqs.begin(), b.seqs.end(), [](const SeqSpec& s) { return s.n_new > 1; })) continue;
+    for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+      for (int32_t hd : {64, 128}) RunCase(Config{type, hd, 4, 16}, b, seed++, /*force_runs_hint=*/true);
+    }
   }
 }
 

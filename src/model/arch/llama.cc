@@ -335,15 +335,21 @@ class LlamaModel final : public Model {
     Backend& be = *backend_;
 
     UploadBatch(batch);
-    AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens};
+    // A run: a token whose batch neighbour is the next position of its sequence (prefill). Batches
+    // without one (decode steps) let the attention skip its prefill kernels.
+    bool runs = false;
+    for (int64_t t = 1; t < T && !runs; ++t) {
+      runs = batch.seq[t] == batch.seq[t - 1] && batch.pos[t] == batch.pos[t - 1] + 1;
+    }
+    AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, runs};
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
-    // token feedback (bit 29), generation.
+    // token feedback (bit 29), prefill runs (bit 30), generation.
     const bool fed_back = batch.feedback_rows > 0;
     if (T <= kMaxGraphTokens) {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
-                    static_cast<uint64_t>(fed_back) << 29 | ws_.generation << 30);
+                    static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(runs) << 30 | ws_.generation << 31);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
