@@ -105,9 +105,9 @@ class Backend {
   virtual void TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals);
 
   // --- hints ---
-  // Declares that the op called next (RmsNorm, AddRmsNorm, SwiGlu or PagedAttention) computes the input x of the
-  // MatMul / MatMulShared called right after it, with weight w (the first of MatMulShared's
-  // weights), no other op in between. A device backend may then have that op also write x in
+  // Declares that the op called next (RmsNorm, AddRmsNorm, SwiGlu or PagedAttention) computes
+  // the input x of the MatMul / MatMulShared called right after it, with weight w (the first of
+  // MatMulShared's weights), no other op in between. A device backend may then have that op also write x in
   // the form the matmul consumes (CUDA: the int8 activations of a quantized GEMV, one kernel
   // instead of two) and the matmul skip its own conversion. Results are the same either way;
   // a hint not followed by that pattern is ignored. Default: nothing.

@@ -58,9 +58,9 @@ constexpr size_t kPinnedD2hMin = size_t{64} << 10;   // smaller device-to-host c
 constexpr size_t kPinnedD2hMax = size_t{16} << 20;   // larger ones: direct (bulk, not latency)
 constexpr int kD2hChunks = 4;
 
-bool EnvOn(const char* name) {
+bool EnvOn(const char* name, bool unset = true) {
   const char* e = std::getenv(name);
-  return e == nullptr || std::strcmp(e, "0") != 0;
+  return e == nullptr ? unset : std::strcmp(e, "0") != 0;
 }
 
 size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -496,10 +496,7 @@ class CudaBackend final : public Backend {
   const bool pinned_d2h_ = EnvOn("HERD_CUDA_PINNED_D2H");
   // HERD_CUDA_ATTN_QUANT_OUT=1: attention writes the O projection's int8 GEMV input in its split
   // merge (PagedAttentionQuantized). Off by default until measured on the device.
-  const bool attn_quant_out_ = fuse_inputs_ && [] {
-    const char* e = std::getenv("HERD_CUDA_ATTN_QUANT_OUT");
-    return e != nullptr && std::strcmp(e, "0") != 0;
-  }();
+  const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT", /*unset=*/false);
   void* d2h_ = nullptr;  // pinned, d2h_bytes_
   size_t d2h_bytes_ = 0;
   cudaEvent_t d2h_events_[kD2hChunks] = {};

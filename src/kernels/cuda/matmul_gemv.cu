@@ -30,7 +30,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdlib>
-#include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemv_quant_kernel.cuh"
@@ -59,12 +58,13 @@ std::atomic<int> g_groups_per_block{EnvIntOr("HERD_CUDA_GEMV_GROUPS", -1)};
 std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages - 1)};
 const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
 
-// Launches the weights ws[order[0..n)] (those of t0 first, then those of t1; t1 == t0: one
-// type) in launches of up to kMaxSegs weights.
+// Launches the weights ws[order[k]] (those of t0 first, then those of t1; t1 == t0: one type)
+// in launches of up to kMaxSegs weights.
 void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<float* const> ys,
-                 const std::vector<size_t>& order, const QuantizedActivations& x, int64_t n_tok, cudaStream_t stream) {
+                 std::span<const size_t> order, const QuantizedActivations& x, int64_t n_tok, cudaStream_t stream) {
   const int64_t n_in = ws[order[0]].cols();
   const int64_t block = Traits(t0).block_size;
+  HERD_CHECK(n_in % block == 0);
   for (size_t first = 0; first < order.size(); first += kMaxSegs) {
     const size_t n = std::min<size_t>(kMaxSegs, order.size() - first);
     TensorView cw[kMaxSegs];
@@ -129,40 +129,37 @@ void SetGemvOptions(const GemvOptions& o) {
 void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x, int64_t n_tok,
                cudaStream_t stream) {
   if (ws.empty() || n_tok == 0) return;
-  HERD_CHECK(ws.size() == ys.size());
+  constexpr size_t kMaxWeights = 16;
+  HERD_CHECK(ws.size() == ys.size() && ws.size() <= kMaxWeights);
   static const bool mix = EnvOn("HERD_CUDA_GEMV_MIXED");
-  auto present = [&](DType t) {
-    return std::any_of(ws.begin(), ws.end(), [&](const TensorView& w) { return w.type == t; });
-  };
-  std::vector<bool> done(ws.size(), false);
+  bool done[kMaxWeights] = {};
   for (size_t i = 0; i < ws.size(); ++i) {
     if (done[i]) continue;
     const DType t = ws[i].type;
     HERD_CHECK_MSG(x.format == ref::VecDotType(t), "GemvQuant: %s weights need %s activations, got %s",
                    DTypeName(t).data(), DTypeName(ref::VecDotType(t)).data(), DTypeName(x.format).data());
-    // The pair (t0, t1) this type launches in: with its partner, or as the partner of another.
+    // The pair (t0, t1) this type launches in: with its partner, or as the partner of another
+    // type, when a weight of that type is still to launch (a partner has the same format).
     DType t0 = t, t1 = t;
-    if (mix && gemv::MixPartner(t) != t && present(gemv::MixPartner(t))) {
-      t1 = gemv::MixPartner(t);
-    } else if (mix) {
-      for (size_t j = i + 1; j < ws.size(); ++j) {
-        if (!done[j] && ws[j].type != t && gemv::MixPartner(ws[j].type) == t) {
-          t0 = ws[j].type;
-          break;
-        }
-      }
+    for (size_t j = i + 1; mix && t0 == t1 && j < ws.size(); ++j) {
+      const DType u = ws[j].type;
+      if (done[j] || u == t) continue;
+      if (gemv::MixPartner(t) == u)
+        t1 = u;
+      else if (gemv::MixPartner(u) == t)
+        t0 = u;
     }
-    std::vector<size_t> order;
+    size_t order[kMaxWeights];
+    size_t n = 0;
     for (const DType g : {t0, t1}) {
       for (size_t j = i; j < ws.size(); ++j) {
         if (!done[j] && ws[j].type == g) {
-          order.push_back(j);
+          order[n++] = j;
           done[j] = true;
         }
       }
-      if (t1 == t0) break;
     }
-    LaunchGroup(t0, t1, ws, ys, order, x, n_tok, stream);
+    LaunchGroup(t0, t1, ws, ys, {order, n}, x, n_tok, stream);
   }
 }
 

@@ -4,20 +4,20 @@
 
 namespace herd::cuda::internal::gemv {
 
+namespace {
+template <DType T0>
+bool Launch(const QuantArgs& a, int blocks, int per_block, bool pdl, cudaStream_t stream) {
+  LaunchGemvQuant<T0, MixPartner(T0)>(a, blocks, per_block, pdl, stream);
+  return true;
+}
+}  // namespace
+
 bool LaunchGemvQuantMixed(DType t0, const QuantArgs& a, int blocks, int per_block, bool pdl, cudaStream_t stream) {
   switch (t0) {
-    case DType::kQ4_K:
-      LaunchGemvQuant<DType::kQ4_K, MixPartner(DType::kQ4_K)>(a, blocks, per_block, pdl, stream);
-      return true;
-    case DType::kQ5_K:
-      LaunchGemvQuant<DType::kQ5_K, MixPartner(DType::kQ5_K)>(a, blocks, per_block, pdl, stream);
-      return true;
-    case DType::kQ3_K:
-      LaunchGemvQuant<DType::kQ3_K, MixPartner(DType::kQ3_K)>(a, blocks, per_block, pdl, stream);
-      return true;
-    case DType::kQ2_K:
-      LaunchGemvQuant<DType::kQ2_K, MixPartner(DType::kQ2_K)>(a, blocks, per_block, pdl, stream);
-      return true;
+    case DType::kQ4_K: return Launch<DType::kQ4_K>(a, blocks, per_block, pdl, stream);
+    case DType::kQ5_K: return Launch<DType::kQ5_K>(a, blocks, per_block, pdl, stream);
+    case DType::kQ3_K: return Launch<DType::kQ3_K>(a, blocks, per_block, pdl, stream);
+    case DType::kQ2_K: return Launch<DType::kQ2_K>(a, blocks, per_block, pdl, stream);
     default: return false;
   }
 }
