@@ -39,9 +39,10 @@ struct AttentionBatch {
   const int32_t* seq = nullptr;                  // [n_tokens] index into block_tables
   const int32_t* const* block_tables = nullptr;  // [n_seqs] -> [max blocks of that sequence]
   const int32_t* block_table_lens = nullptr;     // [n_seqs]
-  // false: no token's batch neighbour is the next position of its sequence (no prefill runs:
-  // every token is decoded on its own), which the host knows; device backends then skip their
-  // prefill kernels. true is always correct.
+  // false: every sequence has one token in the batch (a decode step: no runs of positions), which
+  // the host knows; device backends then skip their prefill kernels and may fuse the step's K/V
+  // store into the attention (Backend::RopeStoreKv right before PagedAttention). true is always
+  // correct.
   bool may_have_runs = true;
 };
 

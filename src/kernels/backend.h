@@ -133,7 +133,10 @@ class Backend {
     SwiGlu(gate_out, up_out, gate_out, n_tok * gate.rows());
   }
   // Rope of q: [batch.n_tokens, n_heads, cache.head_dim] and of k: [batch.n_tokens,
-  // cache.n_kv_heads, cache.head_dim], both in place, then StoreKv(cache, batch, k, v).
+  // cache.n_kv_heads, cache.head_dim], both in place, then StoreKv(cache, batch, k, v). A device
+  // backend may instead do it inside a PagedAttention right after it with the same cache, batch
+  // and q: the attention output and the cache are the same, but q and k then keep their
+  // unrotated values (callers read neither after the attention).
   virtual void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                            const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) {
     Rope(q, batch.n_tokens, n_heads, cache.head_dim, positions, inv_freq, n_rot);

@@ -18,64 +18,12 @@
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/diag_skip.h"
+#include "kernels/cuda/kv_store.cuh"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/rope_cuda.cuh"
 
 namespace herd::cuda {
 namespace {
-
-// Vector index (kv head 0) of token t's slot: block_tables[seq[t]][pos[t] / block_size] *
-// block_size + pos[t] % block_size, times n_kv_heads. Reads only the uploaded batch description.
-__device__ __forceinline__ int64_t SlotRow(const int32_t* __restrict__ pos, const int32_t* __restrict__ seq,
-                                           const int32_t* const* __restrict__ tables, int32_t block_size,
-                                           int32_t n_kv_heads, int64_t t) {
-  const int32_t p = pos[t];
-  return (static_cast<int64_t>(tables[seq[t]][p / block_size]) * block_size + p % block_size) * n_kv_heads;
-}
-
-// Writes one token's K and V vectors (kt, vt: [n_kv_heads * head_dim]) at vector row row0 of the
-// caches, strided over the CTA. F16 / F32: thread per value. Q8_0: warp per 32-value block,
-// quantized as ref::QuantizeRow (scale = fp16(amax / 127), q = clamp(rint(x / scale'), -127, 127)
-// with scale' the rounded scale; IEEE division and rint give the reference's bytes).
-// kt may point to shared memory (the fused RoPE kernel's rotated head).
-template <DType T>
-__device__ __forceinline__ void StoreToken(uint8_t* kc, uint8_t* vc, int64_t row0, int32_t n_kv_heads, int32_t head_dim,
-                                           int32_t vec_bytes, const float* kt, const float* vt) {
-  const int n = n_kv_heads * head_dim;
-  if constexpr (T == DType::kF16 || T == DType::kF32) {
-    using E = std::conditional_t<T == DType::kF16, __half, float>;
-    E* kd = reinterpret_cast<E*>(kc) + row0 * head_dim;  // vectors of one slot are contiguous
-    E* vd = reinterpret_cast<E*>(vc) + row0 * head_dim;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      if constexpr (T == DType::kF16) {
-        kd[i] = __float2half_rn(kt[i]);
-        vd[i] = __float2half_rn(vt[i]);
-      } else {
-        kd[i] = kt[i];
-        vd[i] = vt[i];
-      }
-    }
-  } else {
-    const int lane = threadIdx.x % 32;
-    const int blocks_per_vec = head_dim / 32;
-    const int n_blocks = n / 32;  // Q8_0 blocks of K (and of V) for this token
-    for (int b = threadIdx.x / 32; b < 2 * n_blocks; b += blockDim.x / 32) {
-      const bool is_v = b >= n_blocks;
-      const int bb = is_v ? b - n_blocks : b;
-      const int h = bb / blocks_per_vec, j = bb % blocks_per_vec;
-      const float x = (is_v ? vt : kt)[bb * 32 + lane];
-      float amax = fabsf(x);
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      const __half d = __float2half_rn(amax / 127.f);
-      const float df = __half2float(d);
-      const float id = df != 0.f ? 1.f / df : 0.f;
-      const float q = fminf(fmaxf(rintf(x * id), -127.f), 127.f);
-      uint8_t* blk = (is_v ? vc : kc) + (row0 + h) * vec_bytes + j * 34;
-      blk[2 + lane] = static_cast<uint8_t>(static_cast<int8_t>(q));
-      if (lane == 0) *reinterpret_cast<__half*>(blk) = d;  // 2-byte aligned: vec_bytes and 34 are even
-    }
-  }
-}
 
 // The cache and batch arguments of the store kernels.
 struct StoreArgs {
@@ -128,8 +76,7 @@ __global__ void RopeStoreKvKernel(const StoreArgs a, float* q, float* k, const f
   for (int i = threadIdx.x; i < hd / 2; i += blockDim.x) {
     float2 x = kt[i];
     if (i < half) {
-      const float c = cs[i], s = cs[half + i];
-      x = make_float2(x.x * c - x.y * s, x.x * s + x.y * c);
+      x = RotatePair(x, cs[i], cs[half + i]);
       kt[i] = x;
     }
     reinterpret_cast<float2*>(kh)[i] = x;
@@ -282,6 +229,15 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
   Policy().max_splits.store(policy.max_splits);
 }
 
+// HERD_CUDA_ROPE_IN_ATTN=0: PagedAttention runs a RoPE it is handed as its own kernel (A/B runs).
+static bool RopeFusionEnabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("HERD_CUDA_ROPE_IN_ATTN");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+
 static std::atomic<bool>& DecodeTcFlag() {
   static std::atomic<bool> on{[] {
     const char* e = std::getenv("HERD_CUDA_ATTN_TC_DECODE");
@@ -302,7 +258,8 @@ namespace {
 // PagedAttention's attention kernels, not the split merge (n_tokens > 0); returns their
 // parameters (p.s_max > 1: partials to merge).
 attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
-                             float scale, float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream) {
+                             float scale, float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
+                             const RopeStoreArgs* rope) {
   HERD_CHECK_MSG(reinterpret_cast<uintptr_t>(out) % 16 == 0, "attention output must be 16-byte aligned");
   using namespace attn;
   Params p{};
@@ -359,6 +316,24 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   // Prefill kernels only where the batch may hold runs of positions (their CTAs exit at once on
   // decode tokens, but each launch costs a kernel boundary per layer).
   const bool runs = b.n_tokens > 1 && b.may_have_runs;
+  // RoPE + K/V store inside the SIMT decode kernel (Params::rope_inv_freq), else its own kernel.
+  if (rope != nullptr) {
+    HERD_CHECK(rope->q == q);
+    const bool fused = !runs && !decode_tc && p.head_chunks == 1 && c.type != DType::kQ8_0 &&
+                       (c.head_dim == 64 || c.head_dim == 128) && RopeFusionEnabled();
+    if (fused) {
+      HERD_CHECK(rope->n_rot > 0 && rope->n_rot % 2 == 0 && rope->n_rot <= c.head_dim);
+      p.rope_inv_freq = rope->inv_freq;
+      p.rope_positions = rope->positions;
+      p.rope_half = rope->n_rot / 2;
+      p.new_k = rope->k;
+      p.new_v = rope->v;
+      p.kc = static_cast<uint8_t*>(c.k);
+      p.vc = static_cast<uint8_t*>(c.v);
+    } else {
+      RopeStoreKv(c, b, rope->q, n_heads, rope->k, rope->v, rope->positions, rope->inv_freq, rope->n_rot, stream);
+    }
+  }
   bool tc = false;
   switch (c.type) {
     case DType::kF16: {
@@ -386,10 +361,11 @@ void CheckShapes(const KvLayerView& c, int32_t n_heads) {
 }  // namespace
 
 void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
-                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream) {
+                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
+                    const RopeStoreArgs* rope) {
   CheckShapes(c, n_heads);
   if (b.n_tokens <= 0) return;
-  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream);
+  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope);
   if (p.s_max > 1) {
 #ifdef HERD_DIAG_SKIP_OPS
     if (DiagSkip("merge", b.n_tokens)) return;  // leave-one-out timing (diag_skip.h)
@@ -402,10 +378,11 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
 
 bool PagedAttentionQuantized(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
                              float scale, float* out, int num_sms, AttentionScratch* scratch, DType format,
-                             void* buffer, cudaStream_t stream, internal::QuantizedActivations* activations) {
+                             void* buffer, cudaStream_t stream, internal::QuantizedActivations* activations,
+                             const RopeStoreArgs* rope) {
   CheckShapes(c, n_heads);
   if (b.n_tokens <= 0 || !attn::MergeQuantizeTakes(n_heads, n_heads / c.n_kv_heads, c.head_dim, format)) return false;
-  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream);
+  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope);
   HERD_CHECK(attn::LaunchMergeQuantize(p, format, buffer, stream, activations));
   return true;
 }

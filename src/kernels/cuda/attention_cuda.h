@@ -52,6 +52,16 @@ void StoreKv(const KvLayerView& cache, const AttentionBatch& batch, const float*
 void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                  const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot, cudaStream_t stream);
 
+// RopeStoreKv's arguments (q: PagedAttention's q), for PagedAttention to run that op first.
+struct RopeStoreArgs {
+  float* q;
+  float* k;
+  const float* v;
+  const int32_t* positions;
+  const float* inv_freq;
+  int32_t n_rot;
+};
+
 // q: [n_tokens, n_heads * head_dim] -> out: [n_tokens, n_heads * head_dim] float, device (out
 // 16-byte aligned).
 // out[t, h] = softmax(q[t, h] · K[0..pos[t]]ᵀ * scale) · V[0..pos[t]] of the token's own sequence;
@@ -68,8 +78,13 @@ void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q
 // softmax weights are rounded to f16. The batch description (pos, seq, tables) is read before the previous
 // kernel in the stream ends (programmatic dependent launch): it must come from host copies.
 // `num_sms`: the device's multiprocessor count (sizes the split).
+// rope non-null: RopeStoreKv(cache, batch, rope->q (= q), n_heads, rope...) runs first, inside the decode
+// kernel where the batch allows (every sequence once: AttentionBatch::may_have_runs false; F16 /
+// F32 cache; SIMT decode; group <= 16), else as its own kernel; q and rope->k may then keep their
+// unrotated values (they are inputs only; results and cache bytes equal the two calls').
 void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads, float scale,
-                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream);
+                    float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
+                    const RopeStoreArgs* rope = nullptr);
 
 // PagedAttention that also writes out as the int8 activations of `format` (Q8_0, Q8_1 or Q8_K)
 // into `buffer` (internal::QuantizedActivationBytes of n_tokens rows), as QuantizeActivations
@@ -78,7 +93,8 @@ void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const
 // (up to 8192) and n_heads * head_dim a multiple of 2048.
 bool PagedAttentionQuantized(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
                              float scale, float* out, int num_sms, AttentionScratch* scratch, DType format,
-                             void* buffer, cudaStream_t stream, internal::QuantizedActivations* activations);
+                             void* buffer, cudaStream_t stream, internal::QuantizedActivations* activations,
+                             const RopeStoreArgs* rope = nullptr);
 
 // How PagedAttention splits contexts (process-wide; benchmarks compare settings, the defaults
 // are the ones measured best on H100, bench/results/cuda-attention-2026-11-22.md): splits per

@@ -54,6 +54,19 @@ struct Params {
   float* part_o;
   float2* part_ml;
   int32_t* nsplit;
+  // RoPE and the K/V store of this step's tokens, fused into the decode kernel (rope_inv_freq
+  // non-null; only for batches of one token per sequence, one head chunk, SIMT decode, head_dim
+  // 64 / 128, F16 / F32 caches): q is read unrotated and rotated as it is loaded; the CTA whose
+  // split holds the token's position takes that K/V row from new_k / new_v [n_tokens,
+  // n_kv_heads * head_dim] (k head kvh rotated) instead of copying it, and writes it into the
+  // caches (kc, vc: k, v writable). Bits as RopeStoreKv's.
+  const float* rope_inv_freq;
+  const int32_t* rope_positions;
+  int32_t rope_half;
+  const float* new_k;
+  const float* new_v;
+  uint8_t* kc;
+  uint8_t* vc;
 };
 
 // Shared-memory row pitch (bytes) of one raw K vector of `vec_bytes`: F16/F32 rows padded

@@ -24,6 +24,7 @@
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
+#include "kernels/cuda/rope_cuda.cuh"
 
 namespace herd::cuda::attn {
 
@@ -182,6 +183,60 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     const int in_block = pp - lb * p.block_size;
     return ((static_cast<int64_t>(table[lb]) * p.block_size + in_block) * p.n_kv_heads + kvh) * vec + c * copy;
   };
+  // Fused RoPE (Params::rope_inv_freq; HD > 0, F16 / F32): the angles go to sp (free until the
+  // first scores), computed before the wait (they read only uploaded data); the split whose tiles
+  // hold position pos0 takes that row of K and V from new_k / new_v (k rotated, both rounded as
+  // the cache stores them) instead of copying it, and writes it to the cache as well.
+  static_assert(4 * RM * kTile >= kMaxHeadDim, "the angles fit sp");
+  const bool rope = HD > 0 && T != KvKind::kQ8_0 && p.rope_inv_freq != nullptr;
+  float* const cs = sp;  // [half] cos, [half] sin
+  const bool stores = rope && tile_begin * kTile <= pos0 && pos0 < tile_end * kTile;
+  if (rope) {
+    RopeAngles(p.rope_positions[t], p.rope_inv_freq, p.rope_half, cs);
+    __syncthreads();
+  }
+  // Chunk c (16 bytes of the cache row) of the new K and V rows into kd / vd (shared) and the
+  // cache at byte offset off.
+  auto new_row = [&](uint8_t* kd, uint8_t* vd, int c, int64_t off) {
+    if constexpr (HD > 0 && T != KvKind::kQ8_0) {
+      constexpr int kE = T == KvKind::kF16 ? 8 : 4;  // values per chunk
+      const int64_t base = (static_cast<int64_t>(t) * p.n_kv_heads + kvh) * HD + c * kE;
+      float kx[kE], vx[kE];
+#pragma unroll
+      for (int m = 0; m < kE / 4; ++m) {
+        const float4 a = reinterpret_cast<const float4*>(p.new_k + base)[m];
+        const float4 b = reinterpret_cast<const float4*>(p.new_v + base)[m];
+        kx[4 * m] = a.x, kx[4 * m + 1] = a.y, kx[4 * m + 2] = a.z, kx[4 * m + 3] = a.w;
+        vx[4 * m] = b.x, vx[4 * m + 1] = b.y, vx[4 * m + 2] = b.z, vx[4 * m + 3] = b.w;
+      }
+#pragma unroll
+      for (int m = 0; m < kE / 2; ++m) {
+        const int i = c * kE / 2 + m;  // pair index
+        if (i < p.rope_half) {
+          const float2 r = RotatePair(make_float2(kx[2 * m], kx[2 * m + 1]), cs[i], cs[p.rope_half + i]);
+          kx[2 * m] = r.x, kx[2 * m + 1] = r.y;
+        }
+      }
+      uint4 kw, vw;
+      if constexpr (T == KvKind::kF16) {
+        __half2 hk[4], hv[4];
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          hk[m] = __floats2half2_rn(kx[2 * m], kx[2 * m + 1]);  // each value rounded as __float2half_rn
+          hv[m] = __floats2half2_rn(vx[2 * m], vx[2 * m + 1]);
+        }
+        kw = *reinterpret_cast<const uint4*>(hk);
+        vw = *reinterpret_cast<const uint4*>(hv);
+      } else {
+        kw = make_uint4(__float_as_uint(kx[0]), __float_as_uint(kx[1]), __float_as_uint(kx[2]), __float_as_uint(kx[3]));
+        vw = make_uint4(__float_as_uint(vx[0]), __float_as_uint(vx[1]), __float_as_uint(vx[2]), __float_as_uint(vx[3]));
+      }
+      *reinterpret_cast<uint4*>(kd) = kw;
+      *reinterpret_cast<uint4*>(vd) = vw;
+      *reinterpret_cast<uint4*>(p.kc + off) = kw;
+      *reinterpret_cast<uint4*>(p.vc + off) = vw;
+    }
+  };
   // Byte offsets of this thread's copies of tile `tile` (-1: past the context). HD > 0 only.
   constexpr int kC = kCpr > 0 ? kCpr : 1;
   constexpr int kIters = (kTile * kC + kThreads - 1) / kThreads;
@@ -193,14 +248,18 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
       off[it] = idx < kTile * kC && pp < ctx ? slot_offset(pp, c) : -1;
     }
   };
-  // Queues the copies of a tile (offsets from `offsets`) into stage `st`. HD > 0 only.
-  auto copies = [&](const int64_t* off, int st) {
+  // Queues the copies of tile `tile` (offsets from `offsets`) into stage `st`. HD > 0 only.
+  auto copies = [&](const int64_t* off, int tile, int st) {
     uint8_t* kd = smem + st * stage_bytes;
     uint8_t* vd = kd + kTile * pitch;
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       const int idx = tid + it * kThreads, j = idx / kC, c = idx - j * kC;
       if (idx < kTile * kC) {
+        if (stores && tile * kTile + j == pos0) {
+          new_row(kd + j * pitch + c * copy, vd + j * vpitch + c * copy, c, off[it]);
+          continue;
+        }
         CopyAsync(kd + j * pitch + c * copy, p.k + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
         CopyAsync(vd + j * vpitch + c * copy, p.v + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
       }
@@ -211,7 +270,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     if constexpr (HD > 0) {
       int64_t off[kIters];
       offsets(tile, off);
-      copies(off, st);
+      copies(off, tile, st);
     } else {
       uint8_t* kd = smem + st * stage_bytes;
       uint8_t* vd = kd + kTile * pitch;
@@ -235,7 +294,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     PdlWait();
 #pragma unroll
     for (int st = 0; st < kStages - 1; ++st) {
-      if (tile_begin + st < tile_end) copies(off[st], st);
+      if (tile_begin + st < tile_end) copies(off[st], tile_begin + st, st);
       CommitGroup();
     }
   } else {
@@ -250,7 +309,16 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   for (int i = tid; i < RM * hd; i += kThreads) {
     const int r = i / hd, d = i - r * hd;
     float x = 0.f;
-    if (r < rows) x = p.q[(static_cast<int64_t>(t + r / nh) * p.n_heads + h0 + r % nh) * hd + d] * p.scale_log2;
+    if (r < rows) {
+      const float* qr = p.q + (static_cast<int64_t>(t + r / nh) * p.n_heads + h0 + r % nh) * hd;
+      if (rope && d / 2 < p.rope_half) {
+        const float2 y = RotatePair(reinterpret_cast<const float2*>(qr)[d / 2], cs[d / 2], cs[p.rope_half + d / 2]);
+        x = d % 2 == 0 ? y.x : y.y;
+      } else {
+        x = qr[d];
+      }
+      x *= p.scale_log2;
+    }
     qs[i] = x;
   }
   if (tid < RM) {

@@ -238,6 +238,7 @@ class CudaBackend final : public Backend {
     }
   }
   void EndGraph() override {
+    FlushRope();
     if (!graphs_enabled_ || current_ == nullptr) return;
     Bind();
     Graph& g = *current_;
@@ -330,18 +331,26 @@ class CudaBackend final : public Backend {
                       float scale, float* out) override {
     DIAG_SKIP("attn", batch.n_tokens);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
+    // The RoPE + K/V store deferred right before, for this attention (same cache, batch and q).
+    std::optional<PendingRope> rope = std::exchange(pending_rope_, std::nullopt);
+    if (rope && !(rope->args.q == q && rope->n_heads == n_heads && rope->cache.k == cache.k &&
+                  rope->batch.n_tokens == batch.n_tokens && rope->batch.pos == batch.pos)) {
+      LaunchRope(*rope);
+      rope.reset();
+    }
     if (!BeginOp()) return;
+    const cuda::RopeStoreArgs* const ra = rope ? &rope->args : nullptr;
     const int64_t n_in = static_cast<int64_t>(n_heads) * cache.head_dim;
     if (next && next->cols() == n_in && attn_quant_out_ &&
         matmul_->FusedInt8Input(next->type, out, batch.n_tokens, n_in,
                                 [&](DType format, void* buffer, internal::QuantizedActivations* activations) {
                                   return cuda::PagedAttentionQuantized(cache, batch, q, n_heads, scale, out, num_sms_,
                                                                        scratch_.get(), format, buffer, stream_,
-                                                                       activations);
+                                                                       activations, ra);
                                 })) {
       return;
     }
-    cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_);
+    cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_, ra);
   }
   void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev) override {
     if (!BeginOp()) return;
@@ -371,13 +380,15 @@ class CudaBackend final : public Backend {
     }
     cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
   }
+  // Deferred to the next op: PagedAttention takes it (into its decode kernel where it can), any
+  // other op or memory operation launches it first (FlushRope).
   void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                    const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) override {
     DIAG_SKIP("rope", batch.n_tokens);
     if (replaying_) return;
     if (!fuse_) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
     if (!BeginOp()) return;
-    cuda::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot, stream_);
+    pending_rope_ = PendingRope{cache, batch, n_heads, {q, k, v, positions, inv_freq, n_rot}};
   }
 
  private:
@@ -386,6 +397,7 @@ class CudaBackend final : public Backend {
   // producer: any other op forgets them.
   bool BeginOp(bool matmul = false) {
     next_matmul_.reset();
+    FlushRope();
     if (replaying_) return false;
     Bind();
     if (!matmul) matmul_->DropPreparedInput();
@@ -394,6 +406,22 @@ class CudaBackend final : public Backend {
   void ForgetFusion() {
     next_matmul_.reset();
     matmul_->DropPreparedInput();
+  }
+
+  // A RopeStoreKv not yet launched (RopeStoreKv above).
+  struct PendingRope {
+    KvLayerView cache;
+    AttentionBatch batch;
+    int32_t n_heads;
+    cuda::RopeStoreArgs args;
+  };
+  void LaunchRope(const PendingRope& r) {
+    Bind();
+    cuda::RopeStoreKv(r.cache, r.batch, r.args.q, r.n_heads, r.args.k, r.args.v, r.args.positions, r.args.inv_freq,
+                      r.args.n_rot, stream_);
+  }
+  void FlushRope() {
+    if (pending_rope_) LaunchRope(*std::exchange(pending_rope_, std::nullopt));
   }
 
   struct Graph {
@@ -407,8 +435,9 @@ class CudaBackend final : public Backend {
     size_t used = 0;
   };
 
-  void NotInGraph() const {
+  void NotInGraph() {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
+    FlushRope();
   }
 
   // Makes this backend's GPU current on the calling thread (several backends may share a process).
@@ -486,6 +515,7 @@ class CudaBackend final : public Backend {
   cudaStream_t stream_;
   std::unique_ptr<MatMulRunner> matmul_;
   std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
+  std::optional<PendingRope> pending_rope_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   std::map<std::tuple<const void*, int, int64_t, int64_t, int64_t, int64_t>, TensorView> weights_;
   std::vector<Chunk> staging_;
@@ -494,9 +524,9 @@ class CudaBackend final : public Backend {
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
   const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
   const bool pinned_d2h_ = EnvOn("HERD_CUDA_PINNED_D2H");
-  // HERD_CUDA_ATTN_QUANT_OUT=1: attention writes the O projection's int8 GEMV input in its split
-  // merge (PagedAttentionQuantized). Off by default until measured on the device.
-  const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT", /*unset=*/false);
+  // Attention writes the O projection's int8 GEMV input in its split merge
+  // (PagedAttentionQuantized); HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize.
+  const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT");
   void* d2h_ = nullptr;  // pinned, d2h_bytes_
   size_t d2h_bytes_ = 0;
   cudaEvent_t d2h_events_[kD2hChunks] = {};

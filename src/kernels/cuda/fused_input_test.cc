@@ -251,7 +251,7 @@ TEST_F(FusedInputBackendTest, HintedOpsGiveTheMatmulOfTheirOutput) {
   }
 }
 
-// PagedAttention after a PrepareMatMulInput hint, with HERD_CUDA_ATTN_QUANT_OUT=1 (the split merge
+// PagedAttention after a PrepareMatMulInput hint, HERD_CUDA_ATTN_QUANT_OUT on (the split merge
 // writes the O projection's int8 input, PagedAttentionQuantized): the attention output equals
 // the unhinted one bit for bit, and the matmul after it takes the fused activations — shown by
 // zeroing the float output in between (outside the backend, so the hint stands): the matmul

@@ -177,9 +177,10 @@ int Main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MiB; copy bandwidth (read+write) %.0f GB/s\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, CopyBandwidth(stream));
 
-  const std::vector<ShapeSpec> all_shapes = {
-      {"8b", 4096, 4096}, {"8b", 4096, 1024}, {"8b", 4096, 14336}, {"8b", 14336, 4096}, {"8b", 4096, 128256},
-      {"1b", 2048, 2048}, {"1b", 2048, 512},  {"1b", 2048, 8192},  {"1b", 8192, 2048},  {"1b", 2048, 128256}};
+  const std::vector<ShapeSpec> all_shapes = {{"8b", 4096, 4096},  {"8b", 4096, 6144},  {"8b", 4096, 1024},
+                                             {"8b", 4096, 14336}, {"8b", 14336, 4096}, {"8b", 4096, 128256},
+                                             {"1b", 2048, 2048},  {"1b", 2048, 512},   {"1b", 2048, 8192},
+                                             {"1b", 8192, 2048},  {"1b", 2048, 128256}};
   const std::vector<std::string> model_list = Split(models), path_list = Split(paths);
   std::vector<int64_t> tok_list;
   for (const std::string& t : Split(toks)) tok_list.push_back(std::atoll(t.c_str()));

@@ -172,6 +172,18 @@ struct FloatKernel {
   static constexpr auto kFn = GemvFloatKernel<T, NT>;
 };
 
+// Warps per row of a launch of `rows` rows of `units` 512-byte units: split rows (4 vectors per
+// lane in flight) only while the grid has few warps; except wide launches of short rows: 4 warps
+// per row, so that a lane's whole share is one batch of loads, issued before the dependency wait
+// (H100, llama-3.1-8b F16 Q/K/V and O). GLU launches take the same split, so that MatMulSwiGlu
+// equals MatMulShared + SwiGlu exactly; where 4 warps per row leave no room for a gate row and
+// its up row in one block (4-warp blocks) GemvFloatGlu declines and the caller runs MatMulShared
+// + SwiGlu: 8B F16 b=1 +0.5% over the GLU epilogue at 1-2 warps per row (H100, 2026-11-25).
+int FloatWarpsPerRow(int64_t rows, int64_t units) {
+  if (rows >= kSplit4MinRows && units <= g_float_split4_units.load() && units >= 4 * kFloatMinUnits) return 4;
+  return WarpsPerRow(rows, units, g_float_per_part.load(), g_float_want_warps.load(), kFloatMinUnits);
+}
+
 // PDL for a launch of a's weights (see the top).
 bool FloatPdl(const FloatArgs& a) {
   const int64_t bytes = static_cast<int64_t>(a.segs.total_rows) * a.n_in * a.elem_bytes;
@@ -200,10 +212,10 @@ bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
   a.n_in = n_in;
   a.elem_bytes = type == DType::kF32 ? 4 : 2;
   a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
-  // GemvFloat's split of the same rows; a block must hold a gate row and its up row (wpr <= 2).
-  a.wpr = WarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32, g_float_per_part.load(), g_float_want_warps.load(),
-                      kFloatMinUnits);
-  if (a.wpr > 2) return false;
+  // GemvFloat's split of the same rows (so the results equal MatMulShared's); a block must hold
+  // a gate row and its up row.
+  a.wpr = FloatWarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32);
+  if (a.wpr > kWarps / 2) return false;
   if (n_tok == 0 || gate.rows() == 0) return true;
   a.n_glu = static_cast<int>(gate.rows());
   const int half = kWarps / a.wpr / 2;
@@ -241,14 +253,7 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
       HERD_CHECK(ws[k].type == type && ws[k].cols() == n_in);
       a.vec = a.vec && Aligned16(ws[k].data);
     }
-    // Split rows (4 vectors per lane in flight) only while the grid has few warps; except wide
-    // launches of short rows: 4 warps per row, so that a lane's whole share is one batch of
-    // loads, issued before the dependency wait (H100, llama-3.1-8b F16 Q/K/V and O).
-    const int64_t units = (n_in / e + 31) / 32;
-    a.wpr = WarpsPerRow(a.segs.total_rows, units, g_float_per_part.load(), g_float_want_warps.load(), kFloatMinUnits);
-    if (a.segs.total_rows >= kSplit4MinRows && units <= g_float_split4_units.load() && units >= 4 * kFloatMinUnits) {
-      a.wpr = 4;
-    }
+    a.wpr = FloatWarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32);
     const int rows_per_block = kWarps / a.wpr;
     const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {

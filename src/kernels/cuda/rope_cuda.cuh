@@ -19,6 +19,12 @@ __device__ __forceinline__ void RopeAngles(int32_t pos, const float* inv_freq, i
   }
 }
 
+// Pair (a.x, a.y) rotated by the angle of cosine c and sine s, rounded per operation (no
+// contraction into FMAs), so every kernel that rotates gives the same bits.
+__device__ __forceinline__ float2 RotatePair(float2 a, float c, float s) {
+  return make_float2(__fsub_rn(__fmul_rn(a.x, c), __fmul_rn(a.y, s)), __fadd_rn(__fmul_rn(a.x, s), __fmul_rn(a.y, c)));
+}
+
 // In place on x: [n_heads, head_dim] of one token: pairs (2i, 2i+1), i < half, rotated by the
 // angles in cs; strided over the CTA's threads (each pair read and written by one thread).
 __device__ __forceinline__ void RopeRotate(float* x, int64_t n_heads, int64_t head_dim, int32_t half, const float* cs) {
@@ -27,9 +33,7 @@ __device__ __forceinline__ void RopeRotate(float* x, int64_t n_heads, int64_t he
     const int64_t h = k / half;
     const int i = static_cast<int>(k - h * half);
     float2* v = reinterpret_cast<float2*>(x + h * head_dim) + i;  // head_dim is even: 8-byte aligned
-    const float2 a = *v;
-    const float c = cs[i], s = cs[half + i];
-    *v = make_float2(a.x * c - a.y * s, a.x * s + a.y * c);
+    *v = RotatePair(*v, cs[i], cs[half + i]);
   }
 }
 

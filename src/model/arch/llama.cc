@@ -7,6 +7,7 @@
 //   rope(q, k);  store k, v in the paged cache;  a = attention(q, cache) [T, n_head*hd]
 //   x += a·Woᵀ;  h = rms_norm(x) * ffn_norm;  x += (silu(h·Wgᵀ) * (h·Wuᵀ))·Wdᵀ
 // then logits = rms_norm(x[rows]) * output_norm · Woutᵀ.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -336,10 +337,16 @@ class LlamaModel final : public Model {
 
     UploadBatch(batch);
     // A run: a token whose batch neighbour is the next position of its sequence (prefill). Batches
-    // without one (decode steps) let the attention skip its prefill kernels.
+    // where every sequence has one token (decode steps) have none, which lets the attention skip
+    // its prefill kernels and take the RoPE + K/V store into its decode kernel.
     bool runs = false;
     for (int64_t t = 1; t < T && !runs; ++t) {
       runs = batch.seq[t] == batch.seq[t - 1] && batch.pos[t] == batch.pos[t - 1] + 1;
+    }
+    if (!runs && T > 1) {
+      std::vector<int32_t> seqs(batch.seq.begin(), batch.seq.begin() + T);
+      std::sort(seqs.begin(), seqs.end());
+      runs = std::adjacent_find(seqs.begin(), seqs.end()) != seqs.end();
     }
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, runs};
 
