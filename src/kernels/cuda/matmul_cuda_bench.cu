@@ -2,6 +2,8 @@
 //   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
 //                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc,tcf,cublas]
 //                          [--pdl 1] [--float-pdl-mb 64] [--groups -1] [--shape 4096:14336] [--split 2]
+// Shapes n_in:n_out, and n_in:n1+n2+n3 for weights sharing one launch (MatMulShared, as the
+// model's Q/K/V and gate/up run), e.g. --shape 4096:4096+1024+1024.
 // For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
 // enough copies that the copies together exceed 2x L2 (so a call never finds its weights in
 // L2), one CUDA graph of kCalls calls rotating over the copies (launch gaps as in graph-captured
@@ -96,9 +98,22 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
+// One launch: weights of n_outs[i] rows each sharing x of n_in values (several: MatMulShared, as
+// the model's Q/K/V and gate/up; one: MatMul).
 struct ShapeSpec {
   const char* model;
-  int64_t n_in, n_out;
+  int64_t n_in;
+  std::vector<int64_t> n_outs;
+  int64_t TotalOut() const {
+    int64_t n = 0;
+    for (int64_t o : n_outs) n += o;
+    return n;
+  }
+  std::string OutLabel() const {  // "4096" or "4096+1024+1024"
+    std::string l;
+    for (int64_t o : n_outs) l += (l.empty() ? "" : "+") + std::to_string(o);
+    return l;
+  }
 };
 
 float Median(std::vector<float> v) {
@@ -177,25 +192,31 @@ int Main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MiB; copy bandwidth (read+write) %.0f GB/s\n", prop.name,
               prop.multiProcessorCount, prop.l2CacheSize >> 20, CopyBandwidth(stream));
 
-  const std::vector<ShapeSpec> all_shapes = {{"8b", 4096, 4096},  {"8b", 4096, 6144},  {"8b", 4096, 1024},
-                                             {"8b", 4096, 14336}, {"8b", 14336, 4096}, {"8b", 4096, 128256},
-                                             {"1b", 2048, 2048},  {"1b", 2048, 512},   {"1b", 2048, 8192},
-                                             {"1b", 8192, 2048},  {"1b", 2048, 128256}};
+  const std::vector<ShapeSpec> all_shapes = {
+      {"8b", 4096, {4096}},           {"8b", 4096, {6144}},   {"8b", 4096, {4096, 1024, 1024}},
+      {"8b", 4096, {1024}},           {"8b", 4096, {14336}},  {"8b", 4096, {14336, 14336}},
+      {"8b", 14336, {4096}},          {"8b", 4096, {128256}}, {"1b", 2048, {2048}},
+      {"1b", 2048, {2048, 512, 512}}, {"1b", 2048, {512}},    {"1b", 2048, {8192}},
+      {"1b", 2048, {8192, 8192}},     {"1b", 8192, {2048}},   {"1b", 2048, {128256}}};
   const std::vector<std::string> model_list = Split(models), path_list = Split(paths);
   std::vector<int64_t> tok_list;
   for (const std::string& t : Split(toks)) tok_list.push_back(std::atoll(t.c_str()));
   const int64_t max_tok = *std::max_element(tok_list.begin(), tok_list.end());
 
   MatMulRunner runner(stream);
-  std::printf("%-4s %6s %7s %-5s %4s %-5s %5s %10s %8s %8s\n", "model", "n_in", "n_out", "type", "tok", "path", "auto",
+  std::printf("%-4s %6s %15s %-5s %4s %-5s %5s %10s %8s %8s\n", "model", "n_in", "n_out", "type", "tok", "path", "auto",
               "us", "GB/s", "TFLOP/s");
   for (const ShapeSpec& s : all_shapes) {
     if (std::find(model_list.begin(), model_list.end(), s.model) == model_list.end()) continue;
-    if (!shape_filter.empty() && shape_filter != std::to_string(s.n_in) + ":" + std::to_string(s.n_out)) continue;
+    if (!shape_filter.empty() && shape_filter != std::to_string(s.n_in) + ":" + s.OutLabel()) continue;
+    const int64_t n_out = s.TotalOut();
+    const size_t n_w = s.n_outs.size();
     float* x;
     float* y;
     HERD_CUDA_CHECK(cudaMalloc(&x, max_tok * s.n_in * 4));
-    HERD_CUDA_CHECK(cudaMalloc(&y, max_tok * s.n_out * 4));
+    HERD_CUDA_CHECK(cudaMalloc(&y, max_tok * n_out * 4));
+    std::vector<float*> ys(n_w);  // segment i's [max_tok, n_outs[i]] inside y
+    for (size_t i = 0, off = 0; i < n_w; off += static_cast<size_t>(max_tok * s.n_outs[i]), ++i) ys[i] = y + off;
     FillFloatKernel<<<(max_tok * s.n_in + 255) / 256, 256, 0, stream>>>(x, max_tok * s.n_in, 17);
     HERD_CUDA_CHECK_LAUNCH();
     runner.Reserve(max_tok, s.n_in);
@@ -205,10 +226,11 @@ int Main(int argc, char** argv) {
         std::fprintf(stderr, "unknown type %s\n", tname.c_str());
         return 2;
       }
-      const size_t bytes = RowBytes(*type, s.n_in) * s.n_out;
+      const size_t bytes = RowBytes(*type, s.n_in) * n_out;
       const int copies = static_cast<int>(
           std::clamp<size_t>((2 * static_cast<size_t>(prop.l2CacheSize) + bytes - 1) / bytes + 1, 1, 16));
       std::vector<void*> ws(copies);
+      std::vector<std::vector<TensorView>> views(copies);  // copy c's weights (segments of ws[c])
       int f0, f1;
       Fields(*type, &f0, &f1);
       for (int c = 0; c < copies; ++c) {
@@ -217,7 +239,19 @@ int Main(int argc, char** argv) {
             static_cast<uint8_t*>(ws[c]), bytes, 100 + c, static_cast<int>(Traits(*type).type_size), f0, f1,
             *type == DType::kF16 || *type == DType::kBF16, *type == DType::kBF16);
         HERD_CUDA_CHECK_LAUNCH();
+        size_t off = 0;
+        for (int64_t rows : s.n_outs) {  // whole rows; n_outs are multiples of 512: aligned segments
+          views[c].push_back(TensorView::Matrix(*type, rows, s.n_in, static_cast<uint8_t*>(ws[c]) + off));
+          off += RowBytes(*type, s.n_in) * rows;
+        }
       }
+      auto call = [&](int c, int64_t n_tok) {
+        if (n_w == 1) {
+          runner.MatMul(views[c][0], x, n_tok, y);
+        } else {
+          runner.MatMulShared(views[c], x, n_tok, ys);
+        }
+      };
       for (int64_t n_tok : tok_list) {
         for (const std::string& pname : path_list) {
           const MatMulPath path = pname == "tc"       ? MatMulPath::kTensorCore
@@ -228,14 +262,11 @@ int Main(int argc, char** argv) {
           if (path != MatMulPath::kGemv && n_tok == 1 && Traits(*type).quantized) continue;
           if (path != MatMulPath::kGemv && path != MatMulPath::kTensorCore && *type == DType::kF32) continue;
           runner.set_path(path);
-          for (int c = 0; c < copies; ++c) {
-            runner.MatMul(TensorView::Matrix(*type, s.n_out, s.n_in, ws[c]), x, n_tok, y);  // warm-up
-          }
+          for (int c = 0; c < copies; ++c) call(c, n_tok);  // warm-up
           HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
           cudaGraph_t graph;
           HERD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-          for (int i = 0; i < kCalls; ++i)
-            runner.MatMul(TensorView::Matrix(*type, s.n_out, s.n_in, ws[i % copies]), x, n_tok, y);
+          for (int i = 0; i < kCalls; ++i) call(i % copies, n_tok);
           HERD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
           cudaGraphExec_t exec;
           HERD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -258,11 +289,11 @@ int Main(int argc, char** argv) {
           HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
           HERD_CUDA_CHECK(cudaGraphDestroy(graph));
           const double us = Median(ms) * 1e3;
-          std::printf("%-4s %6lld %7lld %-5s %4lld %-5s %5s %10.1f %8.0f %8.1f\n", s.model,
-                      static_cast<long long>(s.n_in), static_cast<long long>(s.n_out), tname.c_str(),
+          std::printf("%-4s %6lld %15s %-5s %4lld %-5s %5s %10.1f %8.0f %8.1f\n", s.model,
+                      static_cast<long long>(s.n_in), s.OutLabel().c_str(), tname.c_str(),
                       static_cast<long long>(n_tok), pname.c_str(),
                       MatMulRunner::AutoPath(*type, n_tok) == path ? "*" : "", us, bytes / (us * 1e-6) / 1e9,
-                      2.0 * s.n_in * s.n_out * n_tok / (us * 1e-6) / 1e12);
+                      2.0 * s.n_in * n_out * n_tok / (us * 1e-6) / 1e12);
           std::fflush(stdout);
         }
       }

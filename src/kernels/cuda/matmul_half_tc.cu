@@ -149,11 +149,23 @@ __device__ __forceinline__ void ClusterReduce(const HtcArgs& a, int seg, int row
   const int end = min(kElems, (split + 1) * per);
   const int valid_rows = min(kRows, a.seg.out.n_out[seg] - row_in_seg);
   float* y = a.seg.out.y[seg] + row_in_seg;
+  // Every rank's value of an element is loaded before any is added (the loads of all splits in
+  // flight at once, not one distributed-shared-memory round trip per split), then added in rank
+  // order.
+  const float* ranks[kMaxSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxSplits; ++s) ranks[s] = s < a.splits ? cluster.map_shared_rank(red, s) : red;
   for (int i = split * per + static_cast<int>(threadIdx.x); i < end; i += kThreads) {
     const int t = i / kRows, r = i % kRows;  // consecutive threads: consecutive rows of one token
     if (tok0 + t >= a.n_tok || r >= valid_rows) continue;
+    float part[kMaxSplits];
+#pragma unroll
+    for (int s = 0; s < kMaxSplits; ++s) part[s] = s < a.splits ? ranks[s][t * kRedPitch + r] : 0.f;
     float v = 0.f;
-    for (int s = 0; s < a.splits; ++s) v += cluster.map_shared_rank(red, s)[t * kRedPitch + r];
+#pragma unroll
+    for (int s = 0; s < kMaxSplits; ++s) {
+      if (s < a.splits) v += part[s];
+    }
     y[static_cast<int64_t>(tok0 + t) * a.seg.out.n_out[seg] + r] = v;
   }
   cluster.sync();  // the other CTAs are done reading this one's shared memory
