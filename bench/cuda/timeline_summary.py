@@ -13,6 +13,7 @@ first WARMUP launches, and reports per launch (= one step):
 Usage: timeline_summary.py CSV [--warmup 2] [--nodes 40] [--graph GRAPH_ID]
 """
 import argparse
+import signal
 import collections
 import csv
 import re
@@ -37,6 +38,7 @@ def short_name(name: str) -> str:
 
 
 def main() -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--warmup", type=int, default=2)
