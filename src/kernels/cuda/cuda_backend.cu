@@ -16,10 +16,11 @@
 // HERD_CUDA_PINNED_D2H=0 copies straight into the destination. QueueCopyToHost (a pipelined
 // decode step's token ids) lands in one of kMaxQueuedCopies pinned slots behind an event and is
 // copied out when waited for, so the host can queue the next pass before this one is done.
-// Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each, and a norm or SwiGLU announced by
-// PrepareMatMulInput also writes the int8 input of the quantized GEMV after it (MatMulRunner::
-// FusedRmsNorm / FusedSwiGlu); HERD_CUDA_FUSE=0 runs the unfused ops instead, HERD_CUDA_FUSE_INPUT=0
-// only ignores the hints (A/B runs).
+// Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each; RopeStoreKv is held until the next
+// op, and a PagedAttention right after it on a decode batch takes it into its decode kernel
+// (attention_cuda.h). A norm or SwiGLU announced by PrepareMatMulInput also writes the int8 input
+// of the quantized GEMV after it (MatMulRunner::FusedRmsNorm / FusedSwiGlu); HERD_CUDA_FUSE=0 runs
+// the unfused ops instead, HERD_CUDA_FUSE_INPUT=0 only ignores the hints (A/B runs).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
