@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -25,6 +26,16 @@ void EnsureBuiltinArchitectures() {
 }
 
 }  // namespace
+
+bool ForwardBatch::OneTokenPerSequence() const {
+  // A run of positions (the common prefill case) answers at once, before the sort.
+  for (size_t t = 1; t < seq.size(); ++t) {
+    if (seq[t] == seq[t - 1]) return false;
+  }
+  std::vector<int32_t> sorted(seq);
+  std::sort(sorted.begin(), sorted.end());
+  return std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+}
 
 Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const {
   if (tokens.empty()) return InvalidArgument("empty batch");

@@ -43,6 +43,9 @@ struct ForwardBatch {
 
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   Status Validate(int32_t n_vocab, int32_t block_size, int32_t n_blocks) const;
+  // True when no sequence has two tokens in the batch (a decode step), which is what
+  // AttentionBatch::may_have_runs = false promises the backend. O(n log n) in the tokens.
+  bool OneTokenPerSequence() const;
 };
 
 class Model {

@@ -336,18 +336,10 @@ class LlamaModel final : public Model {
     Backend& be = *backend_;
 
     UploadBatch(batch);
-    // A run: a token whose batch neighbour is the next position of its sequence (prefill). Batches
-    // where every sequence has one token (decode steps) have none, which lets the attention skip
-    // its prefill kernels and take the RoPE + K/V store into its decode kernel.
-    bool runs = false;
-    for (int64_t t = 1; t < T && !runs; ++t) {
-      runs = batch.seq[t] == batch.seq[t - 1] && batch.pos[t] == batch.pos[t - 1] + 1;
-    }
-    if (!runs && T > 1) {
-      std::vector<int32_t> seqs(batch.seq.begin(), batch.seq.begin() + T);
-      std::sort(seqs.begin(), seqs.end());
-      runs = std::adjacent_find(seqs.begin(), seqs.end()) != seqs.end();
-    }
+    // Batches where every sequence has one token (decode steps) have no runs of positions, which
+    // lets the attention skip its prefill kernels and take the RoPE + K/V store into its decode
+    // kernel.
+    const bool runs = !batch.OneTokenPerSequence();
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, runs};
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
