@@ -33,6 +33,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/fp16.h"
@@ -215,6 +216,40 @@ class CudaAttentionTest : public CudaBackendTest {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
   }
 
+  // Two device caches of `type` (2 kv heads, n_blocks blocks of 16 positions) both holding
+  // `init` (CacheBytes long), for ops run two ways.
+  static size_t CacheBytes(DType type, int32_t n_blocks, int32_t head_dim) {
+    return static_cast<size_t>(n_blocks) * 16 * 2 * KvVectorBytes(type, head_dim);
+  }
+  std::pair<KvLayerView, KvLayerView> TwinCaches(DType type, int32_t n_blocks, int32_t head_dim,
+                                                 const std::vector<uint8_t>& init) {
+    KvLayerView a;
+    a.type = type;
+    a.n_blocks = n_blocks;
+    a.block_size = 16;
+    a.n_kv_heads = 2;
+    a.head_dim = head_dim;
+    a.k = Upload(init);
+    a.v = Upload(init);
+    KvLayerView b = a;
+    b.k = Upload(init);
+    b.v = Upload(init);
+    return {a, b};
+  }
+  void ExpectSameCaches(const KvLayerView& a, const KvLayerView& b) {
+    const size_t bytes = CacheBytes(a.type, a.n_blocks, a.head_dim);
+    EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.k), bytes),
+                           Download(static_cast<const uint8_t*>(b.k), bytes)));
+    EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.v), bytes),
+                           Download(static_cast<const uint8_t*>(b.v), bytes)));
+  }
+  // RoPE inverse frequencies for n_rot rotated dims (llama-3 base), on the device.
+  const float* InverseFrequencies(int32_t n_rot) {
+    std::vector<float> inv(static_cast<size_t>(n_rot / 2));
+    RopeInverseFrequencies(RopeParams{n_rot, 500000.f, 1.f, nullptr}, inv.data());
+    return Upload(inv);
+  }
+
  private:
   static void FillNaN(DType type, int32_t head_dim, std::vector<uint8_t>& bytes) {
     if (type == DType::kF32) {
@@ -305,19 +340,7 @@ TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
     for (int32_t hd : {64, 128}) {
       for (int32_t n_rot : {hd, hd / 2}) {
         SCOPED_TRACE(std::string(DTypeName(type)) + " hd" + std::to_string(hd) + " n_rot" + std::to_string(n_rot));
-        KvLayerView a;
-        a.type = type;
-        a.n_blocks = 8;
-        a.block_size = 16;
-        a.n_kv_heads = 2;
-        a.head_dim = hd;
-        const size_t cache_bytes = size_t{8} * 16 * 2 * KvVectorBytes(type, hd);
-        std::vector<uint8_t> init(cache_bytes, 0x3c);
-        a.k = Upload(init);
-        a.v = Upload(init);
-        KvLayerView b = a;
-        b.k = Upload(init);
-        b.v = Upload(init);
+        const auto [a, b] = TwinCaches(type, 8, hd, std::vector<uint8_t>(CacheBytes(type, 8, hd), 0x3c));
         const std::vector<int32_t> pos = {37, 3, 4, 5, 6, 7}, seq = {0, 1, 1, 1, 1, 1};
         const std::vector<int32_t> flat = {5, 2, 7, 0}, lens = {3, 1};
         const int32_t* dflat = Upload(flat);
@@ -328,9 +351,7 @@ TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
         const auto q = RandomNormal(6 * n_heads * hd, 71 + hd + n_rot, 2.f);
         const auto k = RandomNormal(6 * 2 * hd, 72 + hd + n_rot, 2.f);
         const auto v = RandomNormal(6 * 2 * hd, 73 + hd + n_rot);
-        std::vector<float> inv(static_cast<size_t>(n_rot / 2));
-        RopeInverseFrequencies(RopeParams{n_rot, 500000.f, 1.f, nullptr}, inv.data());
-        const float* dinv = Upload(inv);
+        const float* dinv = InverseFrequencies(n_rot);
         const float* dv = Upload(v);
         float *qa = Upload(q), *ka = Upload(k), *qb = Upload(q), *kb = Upload(k);
         backend_->Rope(qa, 6, n_heads, hd, dpos, dinv, n_rot);
@@ -339,10 +360,7 @@ TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
         backend_->RopeStoreKv(b, batch, qb, n_heads, kb, dv, dpos, dinv, n_rot);
         EXPECT_EQ(Download(qa, q.size()), Download(qb, q.size()));
         EXPECT_EQ(Download(ka, k.size()), Download(kb, k.size()));
-        EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.k), cache_bytes),
-                               Download(static_cast<const uint8_t*>(b.k), cache_bytes)));
-        EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.v), cache_bytes),
-                               Download(static_cast<const uint8_t*>(b.v), cache_bytes)));
+        ExpectSameCaches(a, b);
         EXPECT_NE(Download(qa, q.size()), q);  // something was rotated
       }
     }
@@ -364,21 +382,10 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
           const int32_t n_rot = n_tok == 1 ? hd : hd / 2;
           SCOPED_TRACE(std::string(DTypeName(type)) + " hd" + std::to_string(hd) + " group" + std::to_string(group) +
                        " tokens" + std::to_string(n_tok));
-          KvLayerView a;
-          a.type = type;
-          a.n_blocks = 40;
-          a.block_size = 16;
-          a.n_kv_heads = 2;
-          a.head_dim = hd;
-          const size_t cache_bytes = size_t{40} * 16 * 2 * KvVectorBytes(type, hd);
-          std::vector<uint8_t> init(cache_bytes);
+          std::vector<uint8_t> init(CacheBytes(type, 40, hd));  // small finite values
           std::mt19937 rng(5 + hd + group);
           for (uint8_t& x : init) x = static_cast<uint8_t>(rng() % 7 + (type == DType::kF32 ? 0x30 : 0x28));
-          a.k = Upload(init);
-          a.v = Upload(init);
-          KvLayerView b = a;
-          b.k = Upload(init);
-          b.v = Upload(init);
+          const auto [a, b] = TwinCaches(type, 40, hd, init);
           // Sequence s owns blocks [13 s, 13 s + 13): contexts 38, 4 and 200 positions.
           const std::vector<int32_t> all_pos = {37, 3, 199};
           const std::vector<int32_t> pos(all_pos.begin(), all_pos.begin() + n_tok);
@@ -394,9 +401,7 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
           const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 81 + hd + group, 2.f);
           const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 82 + hd + group, 2.f);
           const auto v = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 83 + hd + group);
-          std::vector<float> inv(static_cast<size_t>(n_rot / 2));
-          RopeInverseFrequencies(RopeParams{n_rot, 500000.f, 1.f, nullptr}, inv.data());
-          const float* dinv = Upload(inv);
+          const float* dinv = InverseFrequencies(n_rot);
           const float* dv = Upload(v);
           float *qa = Upload(q), *ka = Upload(k), *qb = Upload(q), *kb = Upload(k);
           const size_t n_out = q.size();
@@ -410,10 +415,7 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
           backend_->PagedAttention(b, batch, qb, n_heads, scale, out_b);
           const auto got = Download(out_b, n_out);
           EXPECT_EQ(Download(out_a, n_out), got);
-          EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.k), cache_bytes),
-                                 Download(static_cast<const uint8_t*>(b.k), cache_bytes)));
-          EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.v), cache_bytes),
-                                 Download(static_cast<const uint8_t*>(b.v), cache_bytes)));
+          ExpectSameCaches(a, b);
           EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
           const bool fused = type != DType::kQ8_0 && !DecodeOnTensorCores(type, hd, group);
           EXPECT_EQ(Download(qb, n_out) == q, fused);  // the fused kernel rotates q as it loads it

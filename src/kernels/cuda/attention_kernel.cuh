@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_rope.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/rope_cuda.cuh"
@@ -195,48 +196,6 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     RopeAngles(p.rope_positions[t], p.rope_inv_freq, p.rope_half, cs);
     __syncthreads();
   }
-  // Chunk c (16 bytes of the cache row) of the new K and V rows into kd / vd (shared) and the
-  // cache at byte offset off.
-  auto new_row = [&](uint8_t* kd, uint8_t* vd, int c, int64_t off) {
-    if constexpr (HD > 0 && T != KvKind::kQ8_0) {
-      constexpr int kE = T == KvKind::kF16 ? 8 : 4;  // values per chunk
-      const int64_t base = (static_cast<int64_t>(t) * p.n_kv_heads + kvh) * HD + c * kE;
-      float kx[kE], vx[kE];
-#pragma unroll
-      for (int m = 0; m < kE / 4; ++m) {
-        const float4 a = reinterpret_cast<const float4*>(p.new_k + base)[m];
-        const float4 b = reinterpret_cast<const float4*>(p.new_v + base)[m];
-        kx[4 * m] = a.x, kx[4 * m + 1] = a.y, kx[4 * m + 2] = a.z, kx[4 * m + 3] = a.w;
-        vx[4 * m] = b.x, vx[4 * m + 1] = b.y, vx[4 * m + 2] = b.z, vx[4 * m + 3] = b.w;
-      }
-#pragma unroll
-      for (int m = 0; m < kE / 2; ++m) {
-        const int i = c * kE / 2 + m;  // pair index
-        if (i < p.rope_half) {
-          const float2 r = RotatePair(make_float2(kx[2 * m], kx[2 * m + 1]), cs[i], cs[p.rope_half + i]);
-          kx[2 * m] = r.x, kx[2 * m + 1] = r.y;
-        }
-      }
-      uint4 kw, vw;
-      if constexpr (T == KvKind::kF16) {
-        __half2 hk[4], hv[4];
-#pragma unroll
-        for (int m = 0; m < 4; ++m) {
-          hk[m] = __floats2half2_rn(kx[2 * m], kx[2 * m + 1]);  // each value rounded as __float2half_rn
-          hv[m] = __floats2half2_rn(vx[2 * m], vx[2 * m + 1]);
-        }
-        kw = *reinterpret_cast<const uint4*>(hk);
-        vw = *reinterpret_cast<const uint4*>(hv);
-      } else {
-        kw = make_uint4(__float_as_uint(kx[0]), __float_as_uint(kx[1]), __float_as_uint(kx[2]), __float_as_uint(kx[3]));
-        vw = make_uint4(__float_as_uint(vx[0]), __float_as_uint(vx[1]), __float_as_uint(vx[2]), __float_as_uint(vx[3]));
-      }
-      *reinterpret_cast<uint4*>(kd) = kw;
-      *reinterpret_cast<uint4*>(vd) = vw;
-      *reinterpret_cast<uint4*>(p.kc + off) = kw;
-      *reinterpret_cast<uint4*>(p.vc + off) = vw;
-    }
-  };
   // Byte offsets of this thread's copies of tile `tile` (-1: past the context). HD > 0 only.
   constexpr int kC = kCpr > 0 ? kCpr : 1;
   constexpr int kIters = (kTile * kC + kThreads - 1) / kThreads;
@@ -257,7 +216,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
       const int idx = tid + it * kThreads, j = idx / kC, c = idx - j * kC;
       if (idx < kTile * kC) {
         if (stores && tile * kTile + j == pos0) {
-          new_row(kd + j * pitch + c * copy, vd + j * vpitch + c * copy, c, off[it]);
+          NewKvChunk<T, HD>(p, t, kvh, c, cs, kd + j * pitch + c * copy, vd + j * vpitch + c * copy, off[it]);
           continue;
         }
         CopyAsync(kd + j * pitch + c * copy, p.k + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);

@@ -339,16 +339,17 @@ class LlamaModel final : public Model {
     // Batches where every sequence has one token (decode steps) have no runs of positions, which
     // lets the attention skip its prefill kernels and take the RoPE + K/V store into its decode
     // kernel.
-    const bool runs = !batch.OneTokenPerSequence();
-    AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, runs};
+    const bool may_have_runs = !batch.OneTokenPerSequence();
+    AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, may_have_runs};
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
-    // token feedback (bit 29), prefill runs (bit 30), generation.
+    // token feedback (bit 29), may_have_runs (bit 30), generation.
     const bool fed_back = batch.feedback_rows > 0;
     if (T <= kMaxGraphTokens) {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
-                    static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(runs) << 30 | ws_.generation << 31);
+                    static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(may_have_runs) << 30 |
+                    ws_.generation << 31);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
