@@ -26,11 +26,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -48,6 +46,7 @@
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
+#include "kernels/cuda/weight_store.h"
 
 namespace herd::cuda {
 namespace {
@@ -79,7 +78,7 @@ class CudaBackend final : public Backend {
     }
     matmul_.reset();
     scratch_.reset();
-    for (auto& [key, view] : weights_) cudaFree(view.data);
+    weights_.FreeAll();
     for (Chunk& c : staging_) cudaFreeHost(c.data);
     if (d2h_ != nullptr) cudaFreeHost(d2h_);
     for (cudaEvent_t e : d2h_events_) {
@@ -190,30 +189,8 @@ class CudaBackend final : public Backend {
   }
 
   TensorView PrepareWeight(const TensorView& host) override {
-    // The same host tensor (e.g. tied embeddings) is uploaded once.
-    const auto key =
-        std::make_tuple(host.data, static_cast<int>(host.type), host.ne[0], host.ne[1], host.ne[2], host.ne[3]);
-    if (auto it = weights_.find(key); it != weights_.end()) return it->second;
     Bind();
-    TensorView dev = host;
-    const size_t bytes = host.bytes();
-    void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, RoundUp(bytes == 0 ? 1 : bytes, 64));
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_b = 0, total_b = 0;
-      cudaMemGetInfo(&free_b, &total_b);
-      HERD_LOG(kError, "out of GPU memory uploading a %s weight %s (%zu bytes; %zu of %zu free)",
-               std::string(DTypeName(host.type)).c_str(), host.ShapeString().c_str(), bytes, free_b, total_b);
-      dev.data = nullptr;  // the loader turns this into an error (see Backend::PrepareWeight)
-      return dev;
-    }
-    // Load time only: a plain copy from the (pageable) file mapping, then wait.
-    HERD_CUDA_CHECK(cudaMemcpyAsync(p, host.data, bytes, cudaMemcpyHostToDevice, stream_));
-    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    dev.data = p;
-    weights_.emplace(key, dev);
-    return dev;
+    return weights_.Upload(host);
   }
 
   bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const override {
@@ -518,7 +495,7 @@ class CudaBackend final : public Backend {
   std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
   std::optional<PendingRope> pending_rope_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
-  std::map<std::tuple<const void*, int, int64_t, int64_t, int64_t, int64_t>, TensorView> weights_;
+  WeightStore weights_{stream_};
   std::vector<Chunk> staging_;
   size_t staged_bytes_ = 0;
   const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");

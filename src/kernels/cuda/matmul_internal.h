@@ -79,7 +79,7 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
 // float_per_part 512-byte units (HERD_CUDA_FLOAT_WANT_WARPS / _PER_PART set the initial values).
 struct GemvOptions {
   bool pdl = true;
-  int64_t float_pdl_max_mb = 64;
+  int64_t float_pdl_max_mb = 512;
   int64_t float_want_warps = 4096;
   int64_t float_per_part = int64_t{1} << 40;
   int groups_per_block = -1;
