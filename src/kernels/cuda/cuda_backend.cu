@@ -5,17 +5,8 @@
 // ones launch the graph and skip the op calls: one launch per forward pass instead of hundreds.
 // HERD_CUDA_GRAPHS=0 turns them off.
 //
-// Host-to-device copies go through a pinned staging arena: CopyToDevice memcpys the source into
-// it and queues the DMA, so the caller's buffer may die as soon as the call returns and the copy
-// stays ordered with the ops, without waiting for the GPU. The arena is recycled at
-// Synchronize() (all copies done); it is bounded: past kStagingLimit bytes between
-// synchronisations the backend synchronises by itself.
-// Device-to-host copies of kPinnedD2hMin..kPinnedD2hMax bytes (a decode step's logits) land in a
-// pinned buffer in up to kD2hChunks pieces, each copied out while the next one is in flight
-// (a pageable destination would make the driver stage the copy itself, more slowly);
-// HERD_CUDA_PINNED_D2H=0 copies straight into the destination. QueueCopyToHost (a pipelined
-// decode step's token ids) lands in one of kMaxQueuedCopies pinned slots behind an event and is
-// copied out when waited for, so the host can queue the next pass before this one is done.
+// Host copies (staging arena, pinned device-to-host buffers, queued copies): host_copies.h.
+// Weights: weight_store.h.
 // Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each; RopeStoreKv is held until the next
 // op, and a PagedAttention right after it on a decode batch takes it into its decode kernel
 // (attention_cuda.h). A norm or SwiGLU announced by PrepareMatMulInput also writes the int8 input
@@ -43,6 +34,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/diag_skip.h"
+#include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
@@ -50,13 +42,6 @@
 
 namespace herd::cuda {
 namespace {
-
-constexpr size_t kStagingLimit = size_t{256} << 20;  // pinned bytes queued between synchronisations
-constexpr size_t kStagingChunk = size_t{4} << 20;    // first arena chunk
-constexpr size_t kDirectCopy = size_t{64} << 20;     // larger host copies: direct, then wait
-constexpr size_t kPinnedD2hMin = size_t{64} << 10;   // smaller device-to-host copies: direct
-constexpr size_t kPinnedD2hMax = size_t{16} << 20;   // larger ones: direct (bulk, not latency)
-constexpr int kD2hChunks = 4;
 
 bool EnvOn(const char* name, bool unset = true) {
   const char* e = std::getenv(name);
@@ -79,15 +64,7 @@ class CudaBackend final : public Backend {
     matmul_.reset();
     scratch_.reset();
     weights_.FreeAll();
-    for (Chunk& c : staging_) cudaFreeHost(c.data);
-    if (d2h_ != nullptr) cudaFreeHost(d2h_);
-    for (cudaEvent_t e : d2h_events_) {
-      if (e != nullptr) cudaEventDestroy(e);
-    }
-    for (QueuedCopy& q : queued_) {
-      if (q.pinned != nullptr) cudaFreeHost(q.pinned);
-      if (q.done != nullptr) cudaEventDestroy(q.done);
-    }
+    copies_.FreeAll();
     cudaStreamDestroy(stream_);
   }
 
@@ -122,26 +99,14 @@ class CudaBackend final : public Backend {
   void CopyToDevice(void* dst, const void* src, size_t bytes) override {
     NotInGraph();
     ForgetFusion();  // the copy may overwrite a prepared matmul input
-    if (bytes == 0) return;
     Bind();
-    if (bytes > kDirectCopy) {
-      HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
-      HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      return;
-    }
-    void* staged = Stage(bytes);
-    std::memcpy(staged, src, bytes);
-    HERD_CUDA_CHECK(cudaMemcpyAsync(dst, staged, bytes, cudaMemcpyHostToDevice, stream_));
+    copies_.ToDevice(dst, src, bytes);
   }
 
   void CopyToHost(void* dst, const void* src, size_t bytes) override {
     NotInGraph();
-    if (bytes == 0) return;
     Bind();
-    // Ordered after every queued op, so it is also correct without a prior Synchronize().
-    if (pinned_d2h_ && bytes >= kPinnedD2hMin && bytes <= kPinnedD2hMax) return CopyToHostPinned(dst, src, bytes);
-    HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    copies_.ToHost(dst, src, bytes);
   }
 
   void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
@@ -152,40 +117,21 @@ class CudaBackend final : public Backend {
     HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
 
-  // Into the next of kMaxQueuedCopies pinned slots, with an event; the wait copies it out.
   uint64_t QueueCopyToHost(void* dst, const void* src, size_t bytes) override {
     NotInGraph();
     Bind();
-    HERD_CHECK_MSG(queued_issued_ - queued_waited_ < kMaxQueuedCopies, "more than %d queued copies to the host",
-                   kMaxQueuedCopies);
-    QueuedCopy& q = queued_[queued_issued_ % kMaxQueuedCopies];
-    if (bytes > q.capacity) {
-      if (q.pinned != nullptr) HERD_CUDA_CHECK(cudaFreeHost(q.pinned));
-      q.capacity = std::max<size_t>(RoundUp(bytes, 4096), 4096);
-      HERD_CUDA_CHECK(cudaMallocHost(&q.pinned, q.capacity));
-    }
-    if (q.done == nullptr) HERD_CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventDisableTiming));
-    if (bytes > 0) HERD_CUDA_CHECK(cudaMemcpyAsync(q.pinned, src, bytes, cudaMemcpyDeviceToHost, stream_));
-    HERD_CUDA_CHECK(cudaEventRecord(q.done, stream_));
-    q.dst = dst;
-    q.bytes = bytes;
-    return queued_issued_++;
+    return copies_.Queue(dst, src, bytes);
   }
   void WaitCopyToHost(uint64_t ticket) override {
-    HERD_CHECK_MSG(ticket == queued_waited_ && ticket < queued_issued_, "queued copy %llu waited out of order",
-                   static_cast<unsigned long long>(ticket));
-    QueuedCopy& q = queued_[ticket % kMaxQueuedCopies];
     Bind();
-    HERD_CUDA_CHECK(cudaEventSynchronize(q.done));
-    if (q.bytes > 0) std::memcpy(q.dst, q.pinned, q.bytes);
-    ++queued_waited_;
+    copies_.Wait(ticket);
   }
 
   void Synchronize() override {
     NotInGraph();
     Bind();
     HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    RecycleStaging();
+    copies_.Recycle();
   }
 
   TensorView PrepareWeight(const TensorView& host) override {
@@ -407,12 +353,6 @@ class CudaBackend final : public Backend {
     cudaGraphExec_t exec = nullptr;
   };
 
-  struct Chunk {
-    void* data = nullptr;
-    size_t capacity = 0;
-    size_t used = 0;
-  };
-
   void NotInGraph() {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
     FlushRope();
@@ -425,69 +365,6 @@ class CudaBackend final : public Backend {
     if (current != device_) HERD_CUDA_CHECK(cudaSetDevice(device_));
   }
 
-  // CopyToHost through the pinned buffer d2h_: chunk i's DMA is queued with all the others, then
-  // each chunk is copied out as soon as its event completes.
-  void CopyToHostPinned(void* dst, const void* src, size_t bytes) {
-    if (bytes > d2h_bytes_) {
-      if (d2h_ != nullptr) HERD_CUDA_CHECK(cudaFreeHost(d2h_));
-      HERD_CUDA_CHECK(cudaMallocHost(&d2h_, bytes));
-      d2h_bytes_ = bytes;
-    }
-    if (d2h_events_[0] == nullptr) {
-      for (cudaEvent_t& e : d2h_events_) HERD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    }
-    const size_t chunk = RoundUp((bytes + kD2hChunks - 1) / kD2hChunks, 4096);
-    int n = 0;
-    for (size_t off = 0; off < bytes; off += chunk, ++n) {
-      HERD_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t*>(d2h_) + off, static_cast<const uint8_t*>(src) + off,
-                                      std::min(chunk, bytes - off), cudaMemcpyDeviceToHost, stream_));
-      HERD_CUDA_CHECK(cudaEventRecord(d2h_events_[n], stream_));
-    }
-    n = 0;
-    for (size_t off = 0; off < bytes; off += chunk, ++n) {
-      HERD_CUDA_CHECK(cudaEventSynchronize(d2h_events_[n]));
-      std::memcpy(static_cast<uint8_t*>(dst) + off, static_cast<const uint8_t*>(d2h_) + off,
-                  std::min(chunk, bytes - off));
-    }
-  }
-
-  // Pinned host space for `bytes` that stays untouched until the next RecycleStaging().
-  void* Stage(size_t bytes) {
-    if (staged_bytes_ + bytes > kStagingLimit) Synchronize();
-    const size_t need = RoundUp(bytes, 64);
-    if (staging_.empty() || staging_.back().used + need > staging_.back().capacity) {
-      const size_t cap = std::max(need, staging_.empty() ? kStagingChunk : 2 * staging_.back().capacity);
-      Chunk c;
-      HERD_CUDA_CHECK(cudaMallocHost(&c.data, cap));
-      c.capacity = cap;
-      staging_.push_back(c);
-    }
-    Chunk& c = staging_.back();
-    void* p = static_cast<uint8_t*>(c.data) + c.used;
-    c.used += need;
-    staged_bytes_ += need;
-    return p;
-  }
-
-  // After a stream synchronisation: every staged copy is done. Several chunks are merged into one
-  // of their total size, so the steady state is one chunk and no allocation.
-  void RecycleStaging() {
-    if (staging_.size() > 1) {
-      size_t total = 0;
-      for (Chunk& c : staging_) {
-        total += c.capacity;
-        HERD_CUDA_CHECK(cudaFreeHost(c.data));
-      }
-      staging_.clear();
-      Chunk c;
-      HERD_CUDA_CHECK(cudaMallocHost(&c.data, std::min(total, kStagingLimit)));
-      c.capacity = std::min(total, kStagingLimit);
-      staging_.push_back(c);
-    }
-    for (Chunk& c : staging_) c.used = 0;
-    staged_bytes_ = 0;
-  }
-
   const int device_;
   const int num_sms_;
   cudaStream_t stream_;
@@ -496,27 +373,13 @@ class CudaBackend final : public Backend {
   std::optional<PendingRope> pending_rope_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   WeightStore weights_{stream_};
-  std::vector<Chunk> staging_;
-  size_t staged_bytes_ = 0;
+  HostCopies copies_{stream_, EnvOn("HERD_CUDA_PINNED_D2H")};
   const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
   const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
-  const bool pinned_d2h_ = EnvOn("HERD_CUDA_PINNED_D2H");
   // Attention writes the O projection's int8 GEMV input in its split merge
   // (PagedAttentionQuantized); HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize.
   const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT");
-  void* d2h_ = nullptr;  // pinned, d2h_bytes_
-  size_t d2h_bytes_ = 0;
-  cudaEvent_t d2h_events_[kD2hChunks] = {};
-  struct QueuedCopy {
-    void* pinned = nullptr;  // capacity bytes
-    size_t capacity = 0;
-    cudaEvent_t done = nullptr;
-    void* dst = nullptr;
-    size_t bytes = 0;
-  };
-  QueuedCopy queued_[kMaxQueuedCopies];
-  uint64_t queued_issued_ = 0, queued_waited_ = 0;
   std::unordered_map<uint64_t, Graph> graphs_;
   Graph* current_ = nullptr;  // between BeginGraph and EndGraph
   bool capturing_ = false;
