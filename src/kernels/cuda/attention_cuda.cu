@@ -2,6 +2,7 @@
 // (attention_cuda.h). The attention kernel itself: attention_kernel.cuh (instances in
 // attention_{f16,f32,q8}.cu). Every kernel here is launched with programmatic
 // dependent launch (launch_pdl.cuh).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -142,7 +143,7 @@ __global__ void RopeStoreKvKernel(const StoreArgs a, float* q, float* k, const f
 // sums its dims over the splits (independent loads).
 __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
                                   const int32_t* __restrict__ nsplit, int32_t n_heads, int32_t head_dim, int32_t s_max,
-                                  float* __restrict__ out) {
+                                  float* __restrict__ out, void* out_half, int out_bf16) {
   __shared__ float weight[attn::kMaxSplits];
   PdlTrigger();
   PdlWait();
@@ -157,6 +158,13 @@ __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2
 #pragma unroll 8
     for (int s = 0; s < ns; ++s) acc += weight[s] * o[s * head_dim + d];
     out[th * head_dim + d] = acc;
+    if (out_half != nullptr) {  // rounded as ConvertActivations rounds
+      if (out_bf16) {
+        static_cast<__nv_bfloat16*>(out_half)[th * head_dim + d] = __float2bfloat16_rn(acc);
+      } else {
+        static_cast<__half*>(out_half)[th * head_dim + d] = __float2half_rn(acc);
+      }
+    }
   }
 }
 
@@ -309,12 +317,15 @@ namespace {
 
 // PagedAttention's attention kernels, not the split merge (n_tokens > 0); returns their
 // parameters (p.s_max > 1: partials to merge).
+// out_half (optional): the outputs' half / bfloat16 copy (Params::out_half).
 attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
                              float scale, float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
-                             const RopeStoreArgs* rope) {
+                             const RopeStoreArgs* rope, void* out_half = nullptr, bool out_bf16 = false) {
   HERD_CHECK_MSG(reinterpret_cast<uintptr_t>(out) % 16 == 0, "attention output must be 16-byte aligned");
   using namespace attn;
   Params p{};
+  p.out_half = out_half;
+  p.out_half_bf16 = out_bf16 ? 1 : 0;
   p.k = static_cast<const uint8_t*>(c.k);
   p.v = static_cast<const uint8_t*>(c.v);
   p.block_size = c.block_size;
@@ -403,6 +414,13 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   return p;
 }
 
+// MergeSplitsKernel for the partials of p (s_max > 1), one CTA per (token, head).
+void LaunchMerge(const attn::Params& p, int32_t head_dim, cudaStream_t stream) {
+  const int threads = head_dim > 64 ? 128 : 64;
+  LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(p.n_tokens * p.n_heads), threads, 0, stream, p.part_o, p.part_ml,
+            p.nsplit, p.n_heads, head_dim, p.s_max, p.out, p.out_half, static_cast<int>(p.out_half_bf16));
+}
+
 void CheckShapes(const KvLayerView& c, int32_t n_heads) {
   CheckCache(c);
   HERD_CHECK(n_heads > 0 && n_heads % c.n_kv_heads == 0);
@@ -422,10 +440,19 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
 #ifdef HERD_DIAG_SKIP_OPS
     if (DiagSkip("merge", b.n_tokens)) return;  // leave-one-out timing (diag_skip.h)
 #endif
-    const int threads = c.head_dim > 64 ? 128 : 64;
-    LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(b.n_tokens * n_heads), threads, 0, stream, p.part_o, p.part_ml,
-              p.nsplit, n_heads, c.head_dim, p.s_max, out);
+    LaunchMerge(p, c.head_dim, stream);
   }
+}
+
+bool PagedAttentionHalf(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
+                        float* out, int num_sms, AttentionScratch* scratch, bool bf16, void* half_out,
+                        cudaStream_t stream, const RopeStoreArgs* rope) {
+  CheckShapes(c, n_heads);
+  // The prefill tensor-core kernel writes only the float output.
+  if (b.n_tokens <= 0 || half_out == nullptr || (b.n_tokens > 1 && b.may_have_runs)) return false;
+  const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope, half_out, bf16);
+  if (p.s_max > 1) LaunchMerge(p, c.head_dim, stream);
+  return true;
 }
 
 bool PagedAttentionQuantized(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,

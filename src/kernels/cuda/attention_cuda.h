@@ -86,6 +86,15 @@ void PagedAttention(const KvLayerView& cache, const AttentionBatch& batch, const
                     float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
                     const RopeStoreArgs* rope = nullptr);
 
+// PagedAttention that also writes out rounded to half (bf16: bfloat16) into half_out
+// [n_tokens, n_heads * head_dim], as ConvertActivations would: the O projection's tensor-core
+// input, written by the attention kernel (or the split merge) instead of a conversion kernel.
+// Returns false, queueing nothing, for batches that may hold prefill runs (n_tokens > 1 and
+// may_have_runs: the prefill tensor-core kernel writes floats only).
+bool PagedAttentionHalf(const KvLayerView& cache, const AttentionBatch& batch, const float* q, int32_t n_heads,
+                        float scale, float* out, int num_sms, AttentionScratch* scratch, bool bf16, void* half_out,
+                        cudaStream_t stream, const RopeStoreArgs* rope = nullptr);
+
 // PagedAttention that also writes out as the int8 activations of `format` (Q8_0, Q8_1 or Q8_K)
 // into `buffer` (internal::QuantizedActivationBytes of n_tokens rows), as QuantizeActivations
 // would, with the split merge in the same kernel (attention_merge_quant.cu); *activations

@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
     const float out = l > 0.f ? acc / l : 0.f;
     const int64_t th = static_cast<int64_t>(t) * p.n_heads + h0 + r;  // token * n_heads + head
     if (ns == 1) {
-      p.out[th * HD + d] = out;
+      StoreOut(p, th * HD + d, out);
     } else {
       const int64_t slot = th * p.s_max + split;
       p.part_o[slot * HD + d] = out;

@@ -2,6 +2,8 @@
 // instantiations (attention_{f16,f32,q8}.cu, each compiling attention_kernel.cuh for one type).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -48,6 +50,10 @@ struct Params {
   float scale_log2;     // scale * log2(e): scores are kept in the exp2 domain
   const float* q;
   float* out;
+  // When set, every output value is also written rounded to half (bfloat16 when out_half_bf16),
+  // as ConvertActivations rounds it: the O projection's tensor-core input (PagedAttentionHalf).
+  void* out_half;
+  int32_t out_half_bf16;
   // Split-K partials (only when s_max > 1): part_o [n_tokens, n_heads, s_max, head_dim] (normalised
   // per split), part_ml [n_tokens, n_heads, s_max] (running max in the exp2 domain, sum of weights),
   // nsplit [n_tokens]: splits used by the token's item (1: out written directly).
@@ -94,6 +100,18 @@ constexpr size_t SmemBytes(KvKind kind, int vec_bytes, int hd, int rm) {
 // The split count of a decode item over positions [0, ctx): its kTile-position tiles dealt in
 // equal runs over at most s_max splits of at least min_tiles tiles each. For split < the count,
 // that split's tiles are [*tile_begin, *tile_end).
+// out[i] = o, and its half / bfloat16 copy when Params::out_half is set.
+__device__ __forceinline__ void StoreOut(const Params& p, int64_t i, float o) {
+  p.out[i] = o;
+  if (p.out_half != nullptr) {
+    if (p.out_half_bf16) {
+      static_cast<__nv_bfloat16*>(p.out_half)[i] = __float2bfloat16_rn(o);
+    } else {
+      static_cast<__half*>(p.out_half)[i] = __float2half_rn(o);
+    }
+  }
+}
+
 __device__ __forceinline__ int SplitTiles(const Params& p, int ctx, int split, int* tile_begin, int* tile_end) {
   const int n_tiles = (ctx + kTile - 1) / kTile;
   int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;

@@ -390,7 +390,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     const float o = l > 0.f ? acc[i] / l : 0.f;
     const int64_t th = static_cast<int64_t>(t + r / nh) * p.n_heads + h0 + r % nh;  // token * n_heads + head
     if (ns == 1) {
-      p.out[th * hd + d] = o;
+      StoreOut(p, th * hd + d, o);
     } else {
       const int64_t slot = th * p.s_max + split;
       p.part_o[slot * hd + d] = o;

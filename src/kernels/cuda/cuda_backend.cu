@@ -281,6 +281,13 @@ class CudaBackend final : public Backend {
                                 })) {
       return;
     }
+    if (next && next->cols() == n_in && attn_half_out_ &&
+        matmul_->FusedHalfInput(next->type, out, batch.n_tokens, n_in, [&](bool bf16, void* buffer) {
+          return cuda::PagedAttentionHalf(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), bf16, buffer,
+                                          stream_, ra);
+        })) {
+      return;
+    }
     cuda::PagedAttention(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), stream_, ra);
   }
   void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev) override {
@@ -388,6 +395,9 @@ class CudaBackend final : public Backend {
   // Attention writes the O projection's int8 GEMV input in its split merge
   // (PagedAttentionQuantized); HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize.
   const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT");
+  // Attention writes the O projection's half / bfloat16 tensor-core input too (PagedAttentionHalf);
+  // HERD_CUDA_ATTN_HALF_OUT=1 (default off: not yet measured).
+  const bool attn_half_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_HALF_OUT", false);
   std::unordered_map<uint64_t, Graph> graphs_;
   Graph* current_ = nullptr;  // between BeginGraph and EndGraph
   bool capturing_ = false;

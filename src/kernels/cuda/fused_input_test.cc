@@ -19,6 +19,7 @@
 #include "kernels/attention.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/ops.h"
 #include "kernels/quants.h"
@@ -251,87 +252,142 @@ TEST_F(FusedInputBackendTest, HintedOpsGiveTheMatmulOfTheirOutput) {
   }
 }
 
-// PagedAttention after a PrepareMatMulInput hint, HERD_CUDA_ATTN_QUANT_OUT on (the split merge
-// writes the O projection's int8 input, PagedAttentionQuantized): the attention output equals
-// the unhinted one bit for bit, and the matmul after it takes the fused activations — shown by
-// zeroing the float output in between (outside the backend, so the hint stands): the matmul
-// still equals the unhinted one. Weights of the three activation formats, F16 and Q8_0 caches,
-// 1-8 decode tokens (contexts of one and of several splits); 12 tokens take the tensor cores
-// (no fusion; plain equality).
-TEST_F(FusedInputBackendTest, HintedAttentionGivesTheMatmulOfItsOutput) {
-  setenv("HERD_CUDA_ATTN_QUANT_OUT", "1", 1);
-  auto be = MakeCudaBackend(0);
-  unsetenv("HERD_CUDA_ATTN_QUANT_OUT");
-  ASSERT_TRUE(be.ok()) << be.status().ToString();
-  backend_ = std::move(be).value();
+// Decode attention inputs for the hinted-attention tests: 4 kv heads, blocks of 16, twelve
+// sequences with one decode token each at kPositions[s] (contexts of one split and of several),
+// every earlier position's K and V random (stored by the reference), the caches on the device.
+class HintedAttentionTest : public FusedInputBackendTest {
+ protected:
+  static constexpr int32_t kKvHeads = 4, kBlock = 16;
+  static constexpr int32_t kPositions[] = {600, 37, 5, 1200, 0, 64, 33, 300, 17, 900, 2, 129};
   struct Shape {
     DType kv;
     int32_t head_dim, group;
   };
-  const int32_t n_kv = 4, block = 16;
-  const int32_t positions[] = {600, 37, 5, 1200, 0, 64, 33, 300, 17, 900, 2, 129};
-  for (const Shape sh : {Shape{DType::kF16, 128, 4}, Shape{DType::kF16, 64, 8}, Shape{DType::kQ8_0, 128, 4}}) {
-    const int32_t n_heads = n_kv * sh.group;
-    const int64_t n_in = static_cast<int64_t>(n_heads) * sh.head_dim;  // 2048
-    // Sequence s (one decode token at positions[s]) owns blocks [first[s], first[s] + count).
-    std::vector<int32_t> table_lens, flat;
-    for (int32_t pos : positions) {
-      const int32_t n = pos / block + 1;
-      table_lens.push_back(n);
+  // The caches of `sh` on the device; tables_ and table_lens_ describe the sequences.
+  KvLayerView DeviceCaches(const Shape& sh) {
+    std::vector<int32_t> flat;
+    table_lens_.clear();
+    for (int32_t pos : kPositions) {
+      const int32_t n = pos / kBlock + 1;
+      table_lens_.push_back(n);
       for (int32_t i = 0; i < n; ++i) flat.push_back(static_cast<int32_t>(flat.size()));
     }
     KvLayerView host;
     host.type = sh.kv;
-    host.block_size = block;
-    host.n_kv_heads = n_kv;
+    host.block_size = kBlock;
+    host.n_kv_heads = kKvHeads;
     host.head_dim = sh.head_dim;
     host.n_blocks = static_cast<int32_t>(flat.size());
     const size_t vec = KvVectorBytes(sh.kv, sh.head_dim);
-    std::vector<uint8_t> kc(flat.size() * block * n_kv * vec), vc(kc.size());
+    std::vector<uint8_t> kc(flat.size() * kBlock * kKvHeads * vec), vc(kc.size());
     host.k = kc.data();
     host.v = vc.data();
     std::vector<const int32_t*> host_tables;
-    for (size_t s = 0, off = 0; s < std::size(positions); off += table_lens[s], ++s) host_tables.push_back(&flat[off]);
-    for (size_t s = 0; s < std::size(positions); ++s) {  // every position up to the token's, K and V random
-      const int32_t n = positions[s] + 1;
+    for (size_t s = 0, off = 0; s < std::size(kPositions); off += table_lens_[s], ++s)
+      host_tables.push_back(&flat[off]);
+    for (size_t s = 0; s < std::size(kPositions); ++s) {  // every position up to the token's, K and V random
+      const int32_t n = kPositions[s] + 1;
       std::vector<int32_t> pos(n), seq(n, static_cast<int32_t>(s));
       for (int32_t i = 0; i < n; ++i) pos[i] = i;
-      const auto k = RandomNormal(static_cast<size_t>(n) * n_kv * sh.head_dim, 20 + static_cast<uint32_t>(s));
-      const auto v = RandomNormal(static_cast<size_t>(n) * n_kv * sh.head_dim, 40 + static_cast<uint32_t>(s));
-      ref::StoreKv(host, AttentionBatch{n, pos.data(), seq.data(), host_tables.data(), table_lens.data()}, k.data(),
+      const auto k = RandomNormal(static_cast<size_t>(n) * kKvHeads * sh.head_dim, 20 + static_cast<uint32_t>(s));
+      const auto v = RandomNormal(static_cast<size_t>(n) * kKvHeads * sh.head_dim, 40 + static_cast<uint32_t>(s));
+      ref::StoreKv(host, AttentionBatch{n, pos.data(), seq.data(), host_tables.data(), table_lens_.data()}, k.data(),
                    v.data());
     }
     KvLayerView dev = host;
     dev.k = Upload(kc);
     dev.v = Upload(vc);
     const int32_t* dflat = Upload(flat);
-    std::vector<const int32_t*> dtables;
-    for (size_t s = 0, off = 0; s < std::size(positions); off += table_lens[s], ++s) dtables.push_back(dflat + off);
+    tables_.clear();
+    for (size_t s = 0, off = 0; s < std::size(kPositions); off += table_lens_[s], ++s) tables_.push_back(dflat + off);
+    return dev;
+  }
+  // The first n_tok sequences' decode tokens, on the device (may_have_runs false: the model's
+  // promise for batches of one token per sequence).
+  AttentionBatch DecodeBatch(int64_t n_tok) {
+    std::vector<int32_t> pos(kPositions, kPositions + n_tok), seq(static_cast<size_t>(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) seq[t] = static_cast<int32_t>(t);
+    AttentionBatch b{n_tok, Upload(pos), Upload(seq), Upload(tables_), Upload(table_lens_)};
+    b.may_have_runs = false;
+    return b;
+  }
+  // The hinted attention then the matmul against the same two unhinted: attention outputs equal
+  // bit for bit; where the matmul takes the fused input (`fused`), the attention's float output
+  // is zeroed in between (outside the backend, so the hint stands) and the matmul must still
+  // equal the unhinted one.
+  void ExpectHintedEqualsPlain(const KvLayerView& dev, const AttentionBatch& batch, const float* q, int32_t n_heads,
+                               float scale, const TensorView& wo, bool fused) {
+    const int64_t n_tok = batch.n_tokens, n_in = wo.cols(), n_out = wo.rows();
+    float* out1 = Poisoned<float>(static_cast<size_t>(n_tok * n_in));
+    float* out2 = Poisoned<float>(static_cast<size_t>(n_tok * n_in));
+    float* y1 = Poisoned<float>(static_cast<size_t>(n_tok * n_out));
+    float* y2 = Poisoned<float>(static_cast<size_t>(n_tok * n_out));
+    backend_->PrepareMatMulInput(wo);
+    backend_->PagedAttention(dev, batch, q, n_heads, scale, out1);
+    const auto o1 = Download(out1, static_cast<size_t>(n_tok * n_in));
+    if (fused) HERD_CUDA_CHECK(cudaMemset(out1, 0, static_cast<size_t>(n_tok * n_in) * sizeof(float)));
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+    backend_->MatMul(wo, out1, n_tok, y1);
+    backend_->PagedAttention(dev, batch, q, n_heads, scale, out2);
+    backend_->MatMul(wo, out2, n_tok, y2);
+    EXPECT_EQ(o1, Download(out2, static_cast<size_t>(n_tok * n_in)));
+    EXPECT_EQ(Download(y1, static_cast<size_t>(n_tok * n_out)), Download(y2, static_cast<size_t>(n_tok * n_out)));
+  }
+  // A backend made with environment variable `name` set to "1".
+  void UseBackendWith(const char* name) {
+    setenv(name, "1", 1);
+    auto be = MakeCudaBackend(0);
+    unsetenv(name);
+    ASSERT_TRUE(be.ok()) << be.status().ToString();
+    backend_ = std::move(be).value();
+  }
+
+  std::vector<int32_t> table_lens_;
+  std::vector<const int32_t*> tables_;
+};
+
+// HERD_CUDA_ATTN_QUANT_OUT on (the split merge writes the O projection's int8 input,
+// PagedAttentionQuantized): weights of the three activation formats, F16 and Q8_0 caches, 1-8
+// decode tokens take the fused int8 input; 12 tokens take the tensor cores (no fusion).
+TEST_F(HintedAttentionTest, HintedAttentionGivesTheMatmulOfItsOutput) {
+  UseBackendWith("HERD_CUDA_ATTN_QUANT_OUT");
+  for (const Shape sh : {Shape{DType::kF16, 128, 4}, Shape{DType::kF16, 64, 8}, Shape{DType::kQ8_0, 128, 4}}) {
+    const KvLayerView dev = DeviceCaches(sh);
+    const int32_t n_heads = kKvHeads * sh.group;
+    const int64_t n_in = static_cast<int64_t>(n_heads) * sh.head_dim;  // 2048
     for (int64_t n_tok : {1, 3, 8, 12}) {
-      std::vector<int32_t> pos(positions, positions + n_tok), seq(static_cast<size_t>(n_tok));
-      for (int64_t t = 0; t < n_tok; ++t) seq[t] = static_cast<int32_t>(t);
-      const AttentionBatch batch{n_tok, Upload(pos), Upload(seq), Upload(dtables), Upload(table_lens)};
+      const AttentionBatch batch = DecodeBatch(n_tok);
       const float* q = Upload(RandomNormal(static_cast<size_t>(n_tok * n_in), 60, 2.f));
       const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
       for (DType wt : {DType::kQ4_K, DType::kQ8_0, DType::kQ4_1}) {
         SCOPED_TRACE(std::string(DTypeName(sh.kv)) + " hd" + std::to_string(sh.head_dim) + " " +
                      std::string(DTypeName(wt)) + " n_tok=" + std::to_string(n_tok));
-        const TensorView wo = Weight(wt, 320, n_in, 61);
-        float* out1 = Poisoned<float>(static_cast<size_t>(n_tok * n_in));
-        float* out2 = Poisoned<float>(static_cast<size_t>(n_tok * n_in));
-        float* y1 = Poisoned<float>(static_cast<size_t>(n_tok * 320));
-        float* y2 = Poisoned<float>(static_cast<size_t>(n_tok * 320));
-        backend_->PrepareMatMulInput(wo);
-        backend_->PagedAttention(dev, batch, q, n_heads, scale, out1);
-        const auto o1 = Download(out1, static_cast<size_t>(n_tok * n_in));
-        const bool fused = n_tok <= 8;  // the GEMV path: int8 activations
-        if (fused) HERD_CUDA_CHECK(cudaMemset(out1, 0, static_cast<size_t>(n_tok * n_in) * sizeof(float)));
-        HERD_CUDA_CHECK(cudaDeviceSynchronize());
-        backend_->MatMul(wo, out1, n_tok, y1);
-        backend_->PagedAttention(dev, batch, q, n_heads, scale, out2);
-        backend_->MatMul(wo, out2, n_tok, y2);
-        EXPECT_EQ(o1, Download(out2, static_cast<size_t>(n_tok * n_in)));
-        EXPECT_EQ(Download(y1, static_cast<size_t>(n_tok * 320)), Download(y2, static_cast<size_t>(n_tok * 320)));
+        ExpectHintedEqualsPlain(dev, batch, q, n_heads, scale, Weight(wt, 320, n_in, 61), /*fused=*/n_tok <= 8);
+      }
+    }
+  }
+}
+
+// HERD_CUDA_ATTN_HALF_OUT on (the attention kernel or the split merge writes the O projection's
+// half / bfloat16 tensor-core input, PagedAttentionHalf): F16 / BF16 weights from 2 tokens and a
+// Q4_K weight from 9 (the tensor-core path) take it and are checked; one F16 token (a float
+// GEMV) takes none, Q4_K below 9 tokens the int8 input (on by default; the other test checks it).
+// F16 (SIMT and tensor-core decode kernels) and Q8_0 caches.
+TEST_F(HintedAttentionTest, HintedAttentionGivesTheHalfInputOfItsOutput) {
+  UseBackendWith("HERD_CUDA_ATTN_HALF_OUT");
+  for (const Shape sh : {Shape{DType::kF16, 128, 4}, Shape{DType::kF16, 64, 8}, Shape{DType::kQ8_0, 128, 4}}) {
+    const KvLayerView dev = DeviceCaches(sh);
+    const int32_t n_heads = kKvHeads * sh.group;
+    const int64_t n_in = static_cast<int64_t>(n_heads) * sh.head_dim;
+    for (int64_t n_tok : {1, 3, 12}) {
+      const AttentionBatch batch = DecodeBatch(n_tok);
+      const float* q = Upload(RandomNormal(static_cast<size_t>(n_tok * n_in), 62, 2.f));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+      for (DType wt : {DType::kF16, DType::kBF16, DType::kQ4_K}) {
+        SCOPED_TRACE(std::string(DTypeName(sh.kv)) + " hd" + std::to_string(sh.head_dim) + " " +
+                     std::string(DTypeName(wt)) + " n_tok=" + std::to_string(n_tok));
+        const bool fused = MatMulRunner::AutoPath(wt, n_tok) == MatMulPath::kTensorCore;
+        ExpectHintedEqualsPlain(dev, batch, q, n_heads, scale, Weight(wt, 320, n_in, 63), fused);
       }
     }
   }

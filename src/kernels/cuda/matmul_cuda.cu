@@ -380,6 +380,14 @@ bool MatMulRunner::FusedInt8Input(DType weight_type, const float* out, int64_t n
   return impl_->Prepare(weight_type, out, n_tok, n_in, produce, [](bool, void*) { return false; });
 }
 
+bool MatMulRunner::FusedHalfInput(DType weight_type, const float* out, int64_t n_tok, int64_t n_in,
+                                  const HalfProducer& produce) {
+  const Impl::Input kind = impl_->InputKind(weight_type, n_tok);
+  if (kind != Impl::Input::kHalf && kind != Impl::Input::kBf16) return false;
+  return impl_->Prepare(
+      weight_type, out, n_tok, n_in, [](DType, void*, internal::QuantizedActivations*) { return false; }, produce);
+}
+
 void MatMulRunner::DropPreparedInput() { impl_->prepared = Impl::Prepared{}; }
 
 bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,

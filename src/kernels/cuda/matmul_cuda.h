@@ -63,6 +63,11 @@ class MatMulRunner {
   // activations of `format` into buffer, or queue nothing and return false.
   using Int8Producer = std::function<bool(DType format, void* buffer, internal::QuantizedActivations* activations)>;
   bool FusedInt8Input(DType weight_type, const float* out, int64_t n_tok, int64_t n_in, const Int8Producer& produce);
+  // ... and of half / bfloat16 x (e.g. PagedAttentionHalf): when the next call takes it,
+  // produce(bf16, buffer) must queue the op writing out and its rounded copy into buffer, or
+  // queue nothing and return false.
+  using HalfProducer = std::function<bool(bool bf16, void* buffer)>;
+  bool FusedHalfInput(DType weight_type, const float* out, int64_t n_tok, int64_t n_in, const HalfProducer& produce);
   void DropPreparedInput();
   // out = silu(x · gateᵀ) * (x · upᵀ) as one launch with the SwiGLU in its epilogue, for float
   // gate/up of one type and shape: on the GEMV path (identical to MatMulShared + SwiGlu), or for

@@ -73,9 +73,9 @@ struct ToHalf {
 // (HERD_CUDA_NORM_LATE_TRIGGER=1, A/B runs: an early-launched GEMM streams its first weight
 // tiles while this kernel still reads x and y).
 template <bool kAdd, class Out>
-__global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w,
-                                                           float eps, int64_t n_cols, float* out, Out emit,
-                                                           int late_trigger) {
+__global__ void __launch_bounds__(1024)
+    RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w, float eps, int64_t n_cols, float* out,
+                       Out emit, int late_trigger) {
   if (!late_trigger) PdlTrigger();
   const int64_t t = blockIdx.x;
   const int64_t v0 = 8 * static_cast<int64_t>(threadIdx.x);
