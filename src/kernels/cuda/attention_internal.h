@@ -97,9 +97,6 @@ constexpr size_t SmemBytes(KvKind kind, int vec_bytes, int hd, int rm) {
 }
 
 #ifdef __CUDACC__
-// The split count of a decode item over positions [0, ctx): its kTile-position tiles dealt in
-// equal runs over at most s_max splits of at least min_tiles tiles each. For split < the count,
-// that split's tiles are [*tile_begin, *tile_end).
 // out[i] = o, and its half / bfloat16 copy when Params::out_half is set.
 __device__ __forceinline__ void StoreOut(const Params& p, int64_t i, float o) {
   p.out[i] = o;
@@ -112,6 +109,9 @@ __device__ __forceinline__ void StoreOut(const Params& p, int64_t i, float o) {
   }
 }
 
+// The split count of a decode item over positions [0, ctx): its kTile-position tiles dealt in
+// equal runs over at most s_max splits of at least min_tiles tiles each. For split < the count,
+// that split's tiles are [*tile_begin, *tile_end).
 __device__ __forceinline__ int SplitTiles(const Params& p, int ctx, int split, int* tile_begin, int* tile_end) {
   const int n_tiles = (ctx + kTile - 1) / kTile;
   int ns = (n_tiles + p.min_tiles - 1) / p.min_tiles;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -333,6 +334,27 @@ class HintedAttentionTest : public FusedInputBackendTest {
     EXPECT_EQ(o1, Download(out2, static_cast<size_t>(n_tok * n_in)));
     EXPECT_EQ(Download(y1, static_cast<size_t>(n_tok * n_out)), Download(y2, static_cast<size_t>(n_tok * n_out)));
   }
+  // ExpectHintedEqualsPlain over F16 (head_dim 128 and 64) and Q8_0 caches, each of n_toks
+  // decode tokens and each weight type (320 x n_in); fused(type, n_tok): the matmul takes the
+  // fused input there.
+  void Sweep(std::initializer_list<int64_t> n_toks, std::initializer_list<DType> weights, uint32_t seed,
+             bool (*fused)(DType, int64_t)) {
+    for (const Shape sh : {Shape{DType::kF16, 128, 4}, Shape{DType::kF16, 64, 8}, Shape{DType::kQ8_0, 128, 4}}) {
+      const KvLayerView dev = DeviceCaches(sh);
+      const int32_t n_heads = kKvHeads * sh.group;
+      const int64_t n_in = static_cast<int64_t>(n_heads) * sh.head_dim;  // 2048
+      for (int64_t n_tok : n_toks) {
+        const AttentionBatch batch = DecodeBatch(n_tok);
+        const float* q = Upload(RandomNormal(static_cast<size_t>(n_tok * n_in), seed, 2.f));
+        const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+        for (DType wt : weights) {
+          SCOPED_TRACE(std::string(DTypeName(sh.kv)) + " hd" + std::to_string(sh.head_dim) + " " +
+                       std::string(DTypeName(wt)) + " n_tok=" + std::to_string(n_tok));
+          ExpectHintedEqualsPlain(dev, batch, q, n_heads, scale, Weight(wt, 320, n_in, seed + 1), fused(wt, n_tok));
+        }
+      }
+    }
+  }
   // A backend made with environment variable `name` set to "1".
   void UseBackendWith(const char* name) {
     setenv(name, "1", 1);
@@ -351,21 +373,7 @@ class HintedAttentionTest : public FusedInputBackendTest {
 // decode tokens take the fused int8 input; 12 tokens take the tensor cores (no fusion).
 TEST_F(HintedAttentionTest, HintedAttentionGivesTheMatmulOfItsOutput) {
   UseBackendWith("HERD_CUDA_ATTN_QUANT_OUT");
-  for (const Shape sh : {Shape{DType::kF16, 128, 4}, Shape{DType::kF16, 64, 8}, Shape{DType::kQ8_0, 128, 4}}) {
-    const KvLayerView dev = DeviceCaches(sh);
-    const int32_t n_heads = kKvHeads * sh.group;
-    const int64_t n_in = static_cast<int64_t>(n_heads) * sh.head_dim;  // 2048
-    for (int64_t n_tok : {1, 3, 8, 12}) {
-      const AttentionBatch batch = DecodeBatch(n_tok);
-      const float* q = Upload(RandomNormal(static_cast<size_t>(n_tok * n_in), 60, 2.f));
-      const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
-      for (DType wt : {DType::kQ4_K, DType::kQ8_0, DType::kQ4_1}) {
-        SCOPED_TRACE(std::string(DTypeName(sh.kv)) + " hd" + std::to_string(sh.head_dim) + " " +
-                     std::string(DTypeName(wt)) + " n_tok=" + std::to_string(n_tok));
-        ExpectHintedEqualsPlain(dev, batch, q, n_heads, scale, Weight(wt, 320, n_in, 61), /*fused=*/n_tok <= 8);
-      }
-    }
-  }
+  Sweep({1, 3, 8, 12}, {DType::kQ4_K, DType::kQ8_0, DType::kQ4_1}, 60, [](DType, int64_t n_tok) { return n_tok <= 8; });
 }
 
 // HERD_CUDA_ATTN_HALF_OUT on (the attention kernel or the split merge writes the O projection's
@@ -375,22 +383,8 @@ TEST_F(HintedAttentionTest, HintedAttentionGivesTheMatmulOfItsOutput) {
 // F16 (SIMT and tensor-core decode kernels) and Q8_0 caches.
 TEST_F(HintedAttentionTest, HintedAttentionGivesTheHalfInputOfItsOutput) {
   UseBackendWith("HERD_CUDA_ATTN_HALF_OUT");
-  for (const Shape sh : {Shape{DType::kF16, 128, 4}, Shape{DType::kF16, 64, 8}, Shape{DType::kQ8_0, 128, 4}}) {
-    const KvLayerView dev = DeviceCaches(sh);
-    const int32_t n_heads = kKvHeads * sh.group;
-    const int64_t n_in = static_cast<int64_t>(n_heads) * sh.head_dim;
-    for (int64_t n_tok : {1, 3, 12}) {
-      const AttentionBatch batch = DecodeBatch(n_tok);
-      const float* q = Upload(RandomNormal(static_cast<size_t>(n_tok * n_in), 62, 2.f));
-      const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
-      for (DType wt : {DType::kF16, DType::kBF16, DType::kQ4_K}) {
-        SCOPED_TRACE(std::string(DTypeName(sh.kv)) + " hd" + std::to_string(sh.head_dim) + " " +
-                     std::string(DTypeName(wt)) + " n_tok=" + std::to_string(n_tok));
-        const bool fused = MatMulRunner::AutoPath(wt, n_tok) == MatMulPath::kTensorCore;
-        ExpectHintedEqualsPlain(dev, batch, q, n_heads, scale, Weight(wt, 320, n_in, 63), fused);
-      }
-    }
-  }
+  Sweep({1, 3, 12}, {DType::kF16, DType::kBF16, DType::kQ4_K}, 62,
+        [](DType wt, int64_t n_tok) { return MatMulRunner::AutoPath(wt, n_tok) == MatMulPath::kTensorCore; });
 }
 
 // MatMulSwiGlu (float weights: one GEMV launch with the SwiGLU in its epilogue at one token;

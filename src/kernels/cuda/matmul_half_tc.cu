@@ -297,7 +297,6 @@ int MaxSplits() {
   return v;
 }
 
-// HERD_CUDA_HALF_TC_CLUSTER=0: split-K sums through memory at every token count (A/B runs).
 // Tokens per CTA tile: the fewest of 32, 64, 128 covering n_tok, except that GemmHalfTc (not the
 // GLU) takes 65-128 tokens as 64-token tiles (HERD_CUDA_HALF_TC_MAX_N, default 64; 128 for A/B
 // runs): on H100, llama-3.1-8b F16 Q/K/V at 128 tokens 30.9 us against 37.5 with one 128-token
@@ -313,6 +312,7 @@ int TokenTile(int64_t n_tok, bool glu) {
   return std::min(n_tok <= 32 ? 32 : n_tok <= 64 ? 64 : 128, glu ? 128 : cap);
 }
 
+// HERD_CUDA_HALF_TC_CLUSTER=0: split-K sums through memory at every token count (A/B runs).
 bool ClusterSplitK() {
   static const bool on = [] {
     const char* e = std::getenv("HERD_CUDA_HALF_TC_CLUSTER");
