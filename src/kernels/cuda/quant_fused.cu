@@ -17,8 +17,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "base/check.h"
@@ -69,14 +67,10 @@ struct ToHalf {
   }
 };
 
-// late_trigger: the kernel after it may launch only once the row sums are known, not at entry
-// (HERD_CUDA_NORM_LATE_TRIGGER=1, A/B runs: an early-launched GEMM streams its first weight
-// tiles while this kernel still reads x and y).
 template <bool kAdd, class Out>
-__global__ void __launch_bounds__(1024)
-    RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w, float eps, int64_t n_cols, float* out,
-                       Out emit, int late_trigger) {
-  if (!late_trigger) PdlTrigger();
+__global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w,
+                                                           float eps, int64_t n_cols, float* out, Out emit) {
+  PdlTrigger();
   const int64_t t = blockIdx.x;
   const int64_t v0 = 8 * static_cast<int64_t>(threadIdx.x);
   const bool in = v0 < n_cols;  // n_cols is a multiple of 8
@@ -98,7 +92,6 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
   for (int i = 0; i < 8; ++i) ss += a[i] * a[i];
   const float scale = rsqrtf(BlockSum(ss) / static_cast<float>(n_cols) + eps);
-  if (late_trigger) PdlTrigger();
   float v[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) v[i] = a[i] * scale * g[i];  // 0 past n_cols (a = g = 0)
@@ -140,16 +133,12 @@ bool GluTakes(int64_t n_tok, int64_t n_in, const float* gate, const float* up, c
 template <class Out>
 void LaunchNorm(const Out& emit, int64_t n_tok, int64_t n_cols, cudaStream_t stream, float* x, const float* y,
                 const float* w, float eps, float* out) {
-  static const int late = [] {
-    const char* e = std::getenv("HERD_CUDA_NORM_LATE_TRIGGER");
-    return e != nullptr && std::strcmp(e, "1") == 0 ? 1 : 0;
-  }();
   const dim3 grid(static_cast<unsigned>(n_tok));
   const dim3 block(static_cast<unsigned>(MakeActLayout(1, n_cols).q_stride / 8));
   if (y != nullptr) {
-    LaunchPdl(RmsNormFusedKernel<true, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit, late);
+    LaunchPdl(RmsNormFusedKernel<true, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit);
   } else {
-    LaunchPdl(RmsNormFusedKernel<false, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit, late);
+    LaunchPdl(RmsNormFusedKernel<false, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit);
   }
 }
 template <class Out>
