@@ -112,13 +112,6 @@ class Backend {
   // instead of two) and the matmul skip its own conversion. Results are the same either way;
   // a hint not followed by that pattern is ignored. Default: nothing.
   virtual void PrepareMatMulInput(const TensorView& w) { (void)w; }
-  // Declares [ptr, ptr + bytes) a small buffer read again after much larger streams (the
-  // residual stream between layers): a GPU backend may keep it in its L2 cache. A hint with no
-  // effect on results; the last call wins. Default: nothing.
-  virtual void KeepInCache(const void* ptr, size_t bytes) {
-    (void)ptr;
-    (void)bytes;
-  }
 
   // --- fused ops (a device backend runs each as one kernel; the defaults call the ops above in
   // the order written, so host backends give exactly the unfused results) ---

@@ -35,7 +35,6 @@
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/host_copies.h"
-#include "kernels/cuda/l2_residency.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
@@ -172,7 +171,6 @@ class CudaBackend final : public Backend {
       capturing_ = false;
       cudaGraph_t graph = nullptr;
       HERD_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-      l2_.ApplyTo(graph);
       HERD_CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
       HERD_CUDA_CHECK(cudaGraphDestroy(graph));
     } else if (!replaying_) {
@@ -185,11 +183,6 @@ class CudaBackend final : public Backend {
   // --- hints ---
   void PrepareMatMulInput(const TensorView& w) override {
     if (fuse_inputs_) next_matmul_ = w;
-  }
-  void KeepInCache(const void* ptr, size_t bytes) override {
-    NotInGraph();
-    Bind();
-    l2_.Set(stream_, ptr, bytes);
   }
 
   // --- ops ---
@@ -388,7 +381,6 @@ class CudaBackend final : public Backend {
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   WeightStore weights_{stream_};
   HostCopies copies_{stream_, EnvOn("HERD_CUDA_PINNED_D2H")};
-  L2Residency l2_;  // KeepInCache's window (HERD_CUDA_L2_RESIDENT_MB; off by default)
   const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
   const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");

@@ -223,7 +223,6 @@ class LlamaModel final : public Model {
       for (float** p : {&ws_.x, &ws_.h, &ws_.q, &ws_.k, &ws_.v, &ws_.attn, &ws_.gate, &ws_.up}) Release(*p);
       ws_.capacity = n_tok;
       ws_.x = Alloc<float>(n_tok * c.n_embd);
-      backend_->KeepInCache(ws_.x, sizeof(float) * static_cast<size_t>(n_tok * c.n_embd));
       ws_.h = Alloc<float>(n_tok * std::max(c.n_embd, c.q_dim()));
       ws_.q = Alloc<float>(n_tok * c.q_dim());
       ws_.k = Alloc<float>(n_tok * c.kv_dim());
