@@ -10,10 +10,8 @@ DEV="${DEV:-.dev-main}"
 OUT="${OUT:-/tmp/out}"
 export LD_LIBRARY_PATH="$DEV${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 here="$(dirname "$0")"
-all_on=(HERD_CUDA_L2_RESIDENT_MB=8 HERD_CUDA_NORM_LATE_TRIGGER=1 HERD_CUDA_ATTN_HALF_OUT=1
-        HERD_CUDA_HALF_TC_BIG_ROWS=65536)
-switches=("HERD_CUDA_L2_RESIDENT_MB:0 8" "HERD_CUDA_NORM_LATE_TRIGGER:0 1" "HERD_CUDA_ATTN_HALF_OUT:0 1"
-          "HERD_CUDA_HALF_TC_BIG_ROWS:0 65536")
+all_on=(HERD_CUDA_ATTN_HALF_OUT=1 HERD_CUDA_HALF_TC_BIG_ROWS=65536)
+switches=("HERD_CUDA_ATTN_HALF_OUT:0 1" "HERD_CUDA_HALF_TC_BIG_ROWS:0 65536")
 case "${1:-}" in
   tests)
     env "${all_on[@]}" "$here/run_gpu_tests.sh" herd_cuda_fused_input_test herd_cuda_attention_test \

@@ -26,8 +26,7 @@ struct QuantArgs {
   int wpr;       // warps per row
   bool aligned;  // rows start 16-byte aligned: cp.async path
   QuantizedActivations x;
-  int n_tok;          // <= NT
-  bool late_trigger;  // let the next kernel launch after the main loop instead of at entry
+  int n_tok;  // <= NT
 };
 
 // Lane `lane`'s activations of token row t for step `step` (quant_dot.cuh, matmul_internal.h).
