@@ -51,6 +51,13 @@ class Backend {
   // file mapping, never copied). CUDA: uploads once and returns a device view.
   // A view with data == nullptr (for a non-empty weight) means the device is out of memory.
   virtual TensorView PrepareWeight(const TensorView& host_weight) = 0;
+  // PrepareWeight for weights a matmul reads together (Q/K/V: one input, one launch), in order:
+  // a device backend may place them back to back in one allocation and then run them as one
+  // matrix. out[i] is the view of hosts[i] (data == nullptr: out of memory). Default:
+  // PrepareWeight each.
+  virtual void PrepareWeightGroup(std::span<const TensorView> hosts, std::span<TensorView> out) {
+    for (size_t i = 0; i < hosts.size(); ++i) out[i] = PrepareWeight(hosts[i]);
+  }
   // Device memory (free and total bytes) of a GPU backend, for memory budgets; false on host
   // backends (their budget is host memory).
   virtual bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const {
@@ -136,7 +143,9 @@ class Backend {
   // cache.n_kv_heads, cache.head_dim], both in place, then StoreKv(cache, batch, k, v). A device
   // backend may instead do it inside a PagedAttention right after it with the same cache, batch
   // and q: the attention output and the cache are the same, but q and k then keep their
-  // unrotated values (callers read neither after the attention).
+  // unrotated values, and where q, k and v are the outputs of the MatMulShared right before, a
+  // device backend may hand them to the attention without writing them at all (callers read
+  // none of them after the attention).
   virtual void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                            const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) {
     Rope(q, batch.n_tokens, n_heads, cache.head_dim, positions, inv_freq, n_rot);

@@ -20,7 +20,7 @@ WeightLoader::~WeightLoader() {
 
 bool WeightLoader::Has(const std::string& name) const { return file_.FindTensor(name) != nullptr; }
 
-Result<TensorView> WeightLoader::Matrix(const std::string& name, std::vector<int64_t> ne) {
+Result<TensorView> WeightLoader::HostMatrix(const std::string& name, std::vector<int64_t> ne) const {
   const GgufTensorInfo* info = file_.FindTensor(name);
   if (info == nullptr) return NotFound(StrFormat("%s: missing tensor '%s'", file_.path().c_str(), name.c_str()));
   std::vector<int64_t> got = info->ne;
@@ -33,15 +33,36 @@ Result<TensorView> WeightLoader::Matrix(const std::string& name, std::vector<int
   bool supported = false;
   for (DType t : kWeightTypes) supported |= (t == info->type);
   if (!supported) {
-    return Unimplemented(StrFormat("%s: tensor '%s' has type %s, which herd cannot compute with",
-                                   file_.path().c_str(), name.c_str(), std::string(DTypeName(info->type)).c_str()));
+    return Unimplemented(StrFormat("%s: tensor '%s' has type %s, which herd cannot compute with", file_.path().c_str(),
+                                   name.c_str(), std::string(DTypeName(info->type)).c_str()));
   }
-  const TensorView host = file_.View(*info);
-  const TensorView prepared = backend_->PrepareWeight(host);
+  return file_.View(*info);
+}
+
+Status WeightLoader::CheckPrepared(const std::string& name, const TensorView& host, const TensorView& prepared) const {
   if (prepared.data == nullptr && host.bytes() > 0) {
     return ResourceExhausted(StrFormat("%s: tensor '%s' (%zu bytes) does not fit in %s memory", file_.path().c_str(),
                                        name.c_str(), host.bytes(), backend_->name()));
   }
+  return Status::Ok();
+}
+
+Result<TensorView> WeightLoader::Matrix(const std::string& name, std::vector<int64_t> ne) {
+  HERD_ASSIGN_OR_RETURN(const TensorView host, HostMatrix(name, std::move(ne)));
+  const TensorView prepared = backend_->PrepareWeight(host);
+  HERD_RETURN_IF_ERROR(CheckPrepared(name, host, prepared));
+  return prepared;
+}
+
+Result<std::vector<TensorView>> WeightLoader::MatrixGroup(const std::vector<Spec>& specs) {
+  std::vector<TensorView> hosts;
+  for (const Spec& s : specs) {
+    HERD_ASSIGN_OR_RETURN(TensorView host, HostMatrix(s.name, s.ne));
+    hosts.push_back(host);
+  }
+  std::vector<TensorView> prepared(hosts.size());
+  backend_->PrepareWeightGroup(hosts, prepared);
+  for (size_t i = 0; i < hosts.size(); ++i) HERD_RETURN_IF_ERROR(CheckPrepared(specs[i].name, hosts[i], prepared[i]));
   return prepared;
 }
 

@@ -313,6 +313,14 @@ bool DecodeOnTensorCores(DType type, int head_dim, int group) {
          DecodeTcFlag().load(std::memory_order_relaxed);
 }
 
+bool RopeFusesIntoAttention(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
+  const int32_t group = n_heads / c.n_kv_heads;
+  const bool runs = b.n_tokens > 1 && b.may_have_runs;
+  return !runs && !DecodeOnTensorCores(c.type, c.head_dim, group) &&
+         (group + attn::kItemRows - 1) / attn::kItemRows == 1 && c.type != DType::kQ8_0 &&
+         (c.head_dim == 64 || c.head_dim == 128) && RopeFusionEnabled();
+}
+
 namespace {
 
 // PagedAttention's attention kernels, not the split merge (n_tokens > 0); returns their
@@ -342,6 +350,7 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   p.head_chunks = (p.group + kItemRows - 1) / kItemRows;
   p.scale_log2 = scale * 1.4426950408889634f;
   p.q = q;
+  p.q_stride = static_cast<int64_t>(n_heads) * c.head_dim;
   p.out = out;
 
   // Splits: about ctas_per_sm * 64 / head_dim CTAs per SM when every token is a decode item (several waves of
@@ -382,18 +391,26 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   // RoPE + K/V store inside the SIMT decode kernel (Params::rope_inv_freq), else its own kernel.
   if (rope != nullptr) {
     HERD_CHECK(rope->q == q);
-    const bool fused = !runs && !decode_tc && p.head_chunks == 1 && c.type != DType::kQ8_0 &&
-                       (c.head_dim == 64 || c.head_dim == 128) && RopeFusionEnabled();
-    if (fused) {
+    if (RopeFusesIntoAttention(c, b, n_heads)) {
       HERD_CHECK(rope->n_rot > 0 && rope->n_rot % 2 == 0 && rope->n_rot <= c.head_dim);
+      const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
       p.rope_inv_freq = rope->inv_freq;
       p.rope_positions = rope->positions;
       p.rope_half = rope->n_rot / 2;
       p.new_k = rope->k;
       p.new_v = rope->v;
+      p.q_stride = rope->q_stride > 0 ? rope->q_stride : p.q_stride;
+      p.new_k_stride = rope->k_stride > 0 ? rope->k_stride : kv_dim;
+      p.new_v_stride = rope->v_stride > 0 ? rope->v_stride : kv_dim;
+      for (const int64_t stride : {p.q_stride, p.new_k_stride, p.new_v_stride}) HERD_CHECK(stride % 4 == 0);
+      HERD_CHECK(((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(rope->k) |
+                   reinterpret_cast<uintptr_t>(rope->v)) &
+                  15) == 0);
       p.kc = static_cast<uint8_t*>(c.k);
       p.vc = static_cast<uint8_t*>(c.v);
     } else {
+      HERD_CHECK_MSG(rope->q_stride == 0 && rope->k_stride == 0 && rope->v_stride == 0,
+                     "strided q / k / v need the RoPE inside the attention kernel");
       RopeStoreKv(c, b, rope->q, n_heads, rope->k, rope->v, rope->positions, rope->inv_freq, rope->n_rot, stream);
     }
   }

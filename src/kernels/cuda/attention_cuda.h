@@ -53,6 +53,9 @@ void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q
                  const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot, cudaStream_t stream);
 
 // RopeStoreKv's arguments (q: PagedAttention's q), for PagedAttention to run that op first.
+// Row strides (floats between token rows; 0: dense, n_heads / n_kv_heads * head_dim) other than
+// dense only where RopeFusesIntoAttention: q, k and v may then be the column ranges of one
+// [n_tokens, q + k + v] matmul output (MatMulRunner::MatMulConcatenated). 16-byte aligned.
 struct RopeStoreArgs {
   float* q;
   float* k;
@@ -60,7 +63,14 @@ struct RopeStoreArgs {
   const int32_t* positions;
   const float* inv_freq;
   int32_t n_rot;
+  int64_t q_stride = 0;
+  int64_t k_stride = 0;
+  int64_t v_stride = 0;
 };
+
+// Whether PagedAttention(cache, batch, .., n_heads, .., rope) runs the RoPE + K/V store inside
+// its decode kernel (else as RopeStoreKv before it, which needs dense q / k / v).
+bool RopeFusesIntoAttention(const KvLayerView& cache, const AttentionBatch& batch, int32_t n_heads);
 
 // q: [n_tokens, n_heads * head_dim] -> out: [n_tokens, n_heads * head_dim] float, device (out
 // 16-byte aligned).

@@ -372,53 +372,57 @@ TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
 // kernel does them (F16 / F32 caches on the SIMT decode kernel; else RopeStoreKv runs first).
 // Against the same two ops with a Synchronize between them (RopeStoreKv alone): output and both
 // caches bit-identical; q left unrotated exactly where the fusion ran. Contexts of one split and
-// of several (the last split stores), partial rotation, one and three tokens, group 4 and 16.
+// of several (the last split stores), partial rotation, one and three tokens, group 4 and 16;
+// and with one split per context, where the tile holding the new position is issued after the
+// first tiles' scores (the 200-position context: 7 tiles).
 TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
-  SetAttentionSplitPolicy(AttentionSplitPolicy{12, 1, 8});  // several splits from 2 tiles on
-  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
-    for (int32_t hd : {64, 128}) {
-      for (int32_t group : {4, 16}) {
-        for (int32_t n_tok : {1, 3}) {
-          const int32_t n_rot = n_tok == 1 ? hd : hd / 2;
-          SCOPED_TRACE(std::string(DTypeName(type)) + " hd" + std::to_string(hd) + " group" + std::to_string(group) +
-                       " tokens" + std::to_string(n_tok));
-          std::vector<uint8_t> init(CacheBytes(type, 40, hd));  // small finite values
-          std::mt19937 rng(5 + hd + group);
-          for (uint8_t& x : init) x = static_cast<uint8_t>(rng() % 7 + (type == DType::kF32 ? 0x30 : 0x28));
-          const auto [a, b] = TwinCaches(type, 40, hd, init);
-          // Sequence s owns blocks [13 s, 13 s + 13): contexts 38, 4 and 200 positions.
-          const std::vector<int32_t> all_pos = {37, 3, 199};
-          const std::vector<int32_t> pos(all_pos.begin(), all_pos.begin() + n_tok);
-          std::vector<int32_t> seq(static_cast<size_t>(n_tok)), flat(39), lens(3, 13);
-          for (int32_t t = 0; t < n_tok; ++t) seq[static_cast<size_t>(t)] = 2 - t;  // not in order
-          for (int32_t i = 0; i < 39; ++i) flat[static_cast<size_t>(i)] = (i * 7) % 39;
-          const int32_t* dflat = Upload(flat);
-          const std::vector<const int32_t*> ptrs = {dflat, dflat + 13, dflat + 26};
-          const int32_t* dpos = Upload(pos);
-          AttentionBatch batch{n_tok, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
-          batch.may_have_runs = false;
-          const int32_t n_heads = 2 * group;
-          const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 81 + hd + group, 2.f);
-          const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 82 + hd + group, 2.f);
-          const auto v = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 83 + hd + group);
-          const float* dinv = InverseFrequencies(n_rot);
-          const float* dv = Upload(v);
-          float *qa = Upload(q), *ka = Upload(k), *qb = Upload(q), *kb = Upload(k);
-          const size_t n_out = q.size();
-          float* out_a = Upload(std::vector<float>(n_out, -1.f));
-          float* out_b = Upload(std::vector<float>(n_out, -2.f));
-          const float scale = 1.f / std::sqrt(static_cast<float>(hd));
-          backend_->RopeStoreKv(a, batch, qa, n_heads, ka, dv, dpos, dinv, n_rot);
-          backend_->Synchronize();  // launches it on its own
-          backend_->PagedAttention(a, batch, qa, n_heads, scale, out_a);
-          backend_->RopeStoreKv(b, batch, qb, n_heads, kb, dv, dpos, dinv, n_rot);
-          backend_->PagedAttention(b, batch, qb, n_heads, scale, out_b);
-          const auto got = Download(out_b, n_out);
-          EXPECT_EQ(Download(out_a, n_out), got);
-          ExpectSameCaches(a, b);
-          EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
-          const bool fused = type != DType::kQ8_0 && !DecodeOnTensorCores(type, hd, group);
-          EXPECT_EQ(Download(qb, n_out) == q, fused);  // the fused kernel rotates q as it loads it
+  for (const int max_splits : {8, 1}) {
+    SetAttentionSplitPolicy(AttentionSplitPolicy{12, 1, max_splits});  // 8: several splits from 2 tiles on
+    for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+      for (int32_t hd : {64, 128}) {
+        for (int32_t group : {4, 16}) {
+          for (int32_t n_tok : {1, 3}) {
+            const int32_t n_rot = n_tok == 1 ? hd : hd / 2;
+            SCOPED_TRACE(std::string(DTypeName(type)) + " hd" + std::to_string(hd) + " group" + std::to_string(group) +
+                         " tokens" + std::to_string(n_tok) + " max splits " + std::to_string(max_splits));
+            std::vector<uint8_t> init(CacheBytes(type, 40, hd));  // small finite values
+            std::mt19937 rng(5 + hd + group);
+            for (uint8_t& x : init) x = static_cast<uint8_t>(rng() % 7 + (type == DType::kF32 ? 0x30 : 0x28));
+            const auto [a, b] = TwinCaches(type, 40, hd, init);
+            // Sequence s owns blocks [13 s, 13 s + 13): contexts 38, 4 and 200 positions.
+            const std::vector<int32_t> all_pos = {37, 3, 199};
+            const std::vector<int32_t> pos(all_pos.begin(), all_pos.begin() + n_tok);
+            std::vector<int32_t> seq(static_cast<size_t>(n_tok)), flat(39), lens(3, 13);
+            for (int32_t t = 0; t < n_tok; ++t) seq[static_cast<size_t>(t)] = 2 - t;  // not in order
+            for (int32_t i = 0; i < 39; ++i) flat[static_cast<size_t>(i)] = (i * 7) % 39;
+            const int32_t* dflat = Upload(flat);
+            const std::vector<const int32_t*> ptrs = {dflat, dflat + 13, dflat + 26};
+            const int32_t* dpos = Upload(pos);
+            AttentionBatch batch{n_tok, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
+            batch.may_have_runs = false;
+            const int32_t n_heads = 2 * group;
+            const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 81 + hd + group, 2.f);
+            const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 82 + hd + group, 2.f);
+            const auto v = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 83 + hd + group);
+            const float* dinv = InverseFrequencies(n_rot);
+            const float* dv = Upload(v);
+            float *qa = Upload(q), *ka = Upload(k), *qb = Upload(q), *kb = Upload(k);
+            const size_t n_out = q.size();
+            float* out_a = Upload(std::vector<float>(n_out, -1.f));
+            float* out_b = Upload(std::vector<float>(n_out, -2.f));
+            const float scale = 1.f / std::sqrt(static_cast<float>(hd));
+            backend_->RopeStoreKv(a, batch, qa, n_heads, ka, dv, dpos, dinv, n_rot);
+            backend_->Synchronize();  // launches it on its own
+            backend_->PagedAttention(a, batch, qa, n_heads, scale, out_a);
+            backend_->RopeStoreKv(b, batch, qb, n_heads, kb, dv, dpos, dinv, n_rot);
+            backend_->PagedAttention(b, batch, qb, n_heads, scale, out_b);
+            const auto got = Download(out_b, n_out);
+            EXPECT_EQ(Download(out_a, n_out), got);
+            ExpectSameCaches(a, b);
+            EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
+            const bool fused = type != DType::kQ8_0 && !DecodeOnTensorCores(type, hd, group);
+            EXPECT_EQ(Download(qb, n_out) == q, fused);  // the fused kernel rotates q as it loads it
+          }
         }
       }
     }

@@ -49,6 +49,7 @@ struct Params {
   int32_t min_tiles;    // SIMT kernels: tiles per split at least
   float scale_log2;     // scale * log2(e): scores are kept in the exp2 domain
   const float* q;
+  int64_t q_stride;  // floats between q's token rows (n_heads * head_dim unless the RoPE is fused)
   float* out;
   // When set, every output value is also written rounded to half (bfloat16 when out_half_bf16),
   // as ConvertActivations rounds it: the O projection's tensor-core input (PagedAttentionHalf).
@@ -65,12 +66,15 @@ struct Params {
   // 64 / 128, F16 / F32 caches): q is read unrotated and rotated as it is loaded; the CTA whose
   // split holds the token's position takes that K/V row from new_k / new_v [n_tokens,
   // n_kv_heads * head_dim] (k head kvh rotated) instead of copying it, and writes it into the
-  // caches (kc, vc: k, v writable). Bits as RopeStoreKv's.
+  // caches (kc, vc: k, v writable). Bits as RopeStoreKv's. q, new_k and new_v may be strided
+  // (column ranges of one matmul output).
   const float* rope_inv_freq;
   const int32_t* rope_positions;
   int32_t rope_half;
   const float* new_k;
   const float* new_v;
+  int64_t new_k_stride;  // floats between token rows of new_k / new_v
+  int64_t new_v_stride;
   uint8_t* kc;
   uint8_t* vc;
 };
@@ -90,10 +94,11 @@ constexpr int VRowPitch(int vec_bytes) { return (vec_bytes + 3) / 4 * 4; }
 // Dynamic shared memory of a kernel instance with `rm` query rows per item.
 constexpr size_t SmemBytes(KvKind kind, int vec_bytes, int hd, int rm) {
   return static_cast<size_t>(kStages) * kTile * (RowPitch(kind, vec_bytes) + VRowPitch(vec_bytes))  // raw K, V
-         + sizeof(float) * (static_cast<size_t>(rm) * hd  // Q rows, pre-scaled
-                            + 4 * rm * kTile              // partial scores per warp
-                            + kTile * rm                  // probabilities [pos][row]
-                            + 3 * rm);                    // max, sum, rescale per row
+         + sizeof(float) * (static_cast<size_t>(rm) * hd          // Q rows, pre-scaled
+                            + 4 * rm * kTile                      // partial scores per warp
+                            + kTile * rm                          // probabilities [pos][row]
+                            + 3 * rm                              // max, sum, rescale per row
+                            + (kind == KvKind::kQ8_0 ? 0 : hd));  // fused RoPE: [hd / 2] cos, sin
 }
 
 #ifdef __CUDACC__

@@ -172,6 +172,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   float* m_run = ps + kTile * RM;
   float* l_run = m_run + RM;
   float* alpha = l_run + RM;
+  float* const cs = alpha + RM;  // fused RoPE: [half] cos, [half] sin (F16 / F32 caches)
 
   const int32_t* table = p.tables[p.seq[t]];
   const int copy = CopyBytes<T>(vec);
@@ -184,13 +185,12 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     const int in_block = pp - lb * p.block_size;
     return ((static_cast<int64_t>(table[lb]) * p.block_size + in_block) * p.n_kv_heads + kvh) * vec + c * copy;
   };
-  // Fused RoPE (Params::rope_inv_freq; HD > 0, F16 / F32): the angles go to sp (free until the
-  // first scores), computed before the wait (they read only uploaded data); the split whose tiles
-  // hold position pos0 takes that row of K and V from new_k / new_v (k rotated, both rounded as
-  // the cache stores them) instead of copying it, and writes it to the cache as well.
-  static_assert(4 * RM * kTile >= kMaxHeadDim, "the angles fit sp");
+  // Fused RoPE (Params::rope_inv_freq; HD > 0, F16 / F32): the angles go to cs (a region of their
+  // own: the tile holding position pos0 may be issued after the first scores), computed before
+  // the wait (they read only uploaded data); the split whose tiles hold pos0 takes that row of K
+  // and V from new_k / new_v (k rotated, both rounded as the cache stores them) instead of
+  // copying it, and writes it to the cache as well.
   const bool rope = HD > 0 && T != KvKind::kQ8_0 && p.rope_inv_freq != nullptr;
-  float* const cs = sp;  // [half] cos, [half] sin
   const bool stores = rope && tile_begin * kTile <= pos0 && pos0 < tile_end * kTile;
   if (rope) {
     RopeAngles(p.rope_positions[t], p.rope_inv_freq, p.rope_half, cs);
@@ -269,7 +269,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     const int r = i / hd, d = i - r * hd;
     float x = 0.f;
     if (r < rows) {
-      const float* qr = p.q + (static_cast<int64_t>(t + r / nh) * p.n_heads + h0 + r % nh) * hd;
+      const float* qr = p.q + static_cast<int64_t>(t + r / nh) * p.q_stride + static_cast<int64_t>(h0 + r % nh) * hd;
       if (rope && d / 2 < p.rope_half) {
         const float2 y = RotatePair(reinterpret_cast<const float2*>(qr)[d / 2], cs[d / 2], cs[p.rope_half + d / 2]);
         x = d % 2 == 0 ? y.x : y.y;

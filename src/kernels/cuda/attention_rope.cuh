@@ -21,12 +21,14 @@ __device__ __forceinline__ void NewKvChunk(const Params& p, int t, int kvh, int 
                                            uint8_t* vd, int64_t off) {
   if constexpr (HD > 0 && T != KvKind::kQ8_0) {
     constexpr int kE = T == KvKind::kF16 ? 8 : 4;  // values per chunk
-    const int64_t base = (static_cast<int64_t>(t) * p.n_kv_heads + kvh) * HD + c * kE;
+    const int64_t col = static_cast<int64_t>(kvh) * HD + c * kE;
+    const float* kr = p.new_k + t * p.new_k_stride + col;
+    const float* vr = p.new_v + t * p.new_v_stride + col;
     float kx[kE], vx[kE];
 #pragma unroll
     for (int m = 0; m < kE / 4; ++m) {
-      const float4 a = reinterpret_cast<const float4*>(p.new_k + base)[m];
-      const float4 b = reinterpret_cast<const float4*>(p.new_v + base)[m];
+      const float4 a = reinterpret_cast<const float4*>(kr)[m];
+      const float4 b = reinterpret_cast<const float4*>(vr)[m];
       kx[4 * m] = a.x, kx[4 * m + 1] = a.y, kx[4 * m + 2] = a.z, kx[4 * m + 3] = a.w;
       vx[4 * m] = b.x, vx[4 * m + 1] = b.y, vx[4 * m + 2] = b.z, vx[4 * m + 3] = b.w;
     }

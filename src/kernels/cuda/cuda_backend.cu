@@ -138,6 +138,10 @@ class CudaBackend final : public Backend {
     Bind();
     return weights_.Upload(host);
   }
+  void PrepareWeightGroup(std::span<const TensorView> hosts, std::span<TensorView> out) override {
+    Bind();
+    weights_.UploadGroup(hosts, out);
+  }
 
   bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const override {
     Bind();
@@ -148,6 +152,8 @@ class CudaBackend final : public Backend {
   // --- graphs ---
   void BeginGraph(uint64_t key) override {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "nested BeginGraph");
+    FlushSplit();  // ops deferred before the graph run before it
+    FlushRope();
     if (!graphs_enabled_) return;
     Bind();
     Graph& g = graphs_[key];
@@ -162,6 +168,7 @@ class CudaBackend final : public Backend {
     }
   }
   void EndGraph() override {
+    FlushSplit();
     FlushRope();
     if (!graphs_enabled_ || current_ == nullptr) return;
     Bind();
@@ -212,6 +219,19 @@ class CudaBackend final : public Backend {
     const size_t keep = ws.size() == 3 ? DiagSharedKeep(ws.size(), n_tok) : ws.size();  // Q/K/V only
     ws = ws.first(keep), ys = ys.first(keep);
 #endif
+    // Q/K/V back to back as one GEMM (MatMulConcatenated): the outputs stay column ranges of its
+    // [n_tok, rows] result until an op reads them (FlushSplit copies them out), or a decode
+    // attention with the RoPE inside reads them in place (PagedAttention).
+    if (fuse_ && ws.size() == 3) {
+      if (const float* all = matmul_->MatMulConcatenated(ws, x, n_tok)) {
+        PendingSplit& p = pending_split_.emplace();
+        p.all = all;
+        p.n_tok = n_tok;
+        p.ld = ws[0].rows() + ws[1].rows() + ws[2].rows();
+        for (size_t i = 0; i < 3; ++i) p.ys[i] = ys[i], p.cols[i] = ws[i].rows();
+        return;
+      }
+    }
     matmul_->MatMulShared(ws, x, n_tok, ys);
   }
   void MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* gate_out,
@@ -261,6 +281,15 @@ class CudaBackend final : public Backend {
                   rope->batch.n_tokens == batch.n_tokens && rope->batch.pos == batch.pos)) {
       LaunchRope(*rope);
       rope.reset();
+    }
+    // Q/K/V still in MatMulConcatenated's output: read in place where the RoPE runs inside the
+    // decode kernel (q, k and v are then left unwritten), else copied out first.
+    if (rope && pending_split_ && pending_split_->ys[0] == q && cuda::RopeFusesIntoAttention(cache, batch, n_heads)) {
+      const PendingSplit sp = *std::exchange(pending_split_, std::nullopt);
+      float* const all = const_cast<float*>(sp.all);
+      rope->args.q = all, rope->args.k = all + sp.cols[0], rope->args.v = all + sp.cols[0] + sp.cols[1];
+      rope->args.q_stride = rope->args.k_stride = rope->args.v_stride = sp.ld;
+      q = all;
     }
     if (!BeginOp()) return;
     const cuda::RopeStoreArgs* const ra = rope ? &rope->args : nullptr;
@@ -318,7 +347,9 @@ class CudaBackend final : public Backend {
     DIAG_SKIP("rope", batch.n_tokens);
     if (replaying_) return;
     if (!fuse_) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
-    if (!BeginOp()) return;
+    const bool reads_split =
+        pending_split_ && pending_split_->ys[0] == q && pending_split_->ys[1] == k && pending_split_->ys[2] == v;
+    if (!BeginOp(/*matmul=*/false, /*keep_split=*/reads_split)) return;
     pending_rope_ = PendingRope{cache, batch, n_heads, {q, k, v, positions, inv_freq, n_rot}};
   }
 
@@ -326,8 +357,9 @@ class CudaBackend final : public Backend {
   // Every op starts here: false while a graph replays (the op is in the graph). A hint applies
   // only to the op right after it, and a fused matmul input only to the matmul right after its
   // producer: any other op forgets them.
-  bool BeginOp(bool matmul = false) {
+  bool BeginOp(bool matmul = false, bool keep_split = false) {
     next_matmul_.reset();
+    if (!keep_split) FlushSplit();
     FlushRope();
     if (replaying_) return false;
     Bind();
@@ -347,12 +379,34 @@ class CudaBackend final : public Backend {
     cuda::RopeStoreArgs args;
   };
   void LaunchRope(const PendingRope& r) {
+    FlushSplit();  // it reads q, k and v
     Bind();
     cuda::RopeStoreKv(r.cache, r.batch, r.args.q, r.n_heads, r.args.k, r.args.v, r.args.positions, r.args.inv_freq,
                       r.args.n_rot, stream_);
   }
   void FlushRope() {
     if (pending_rope_) LaunchRope(*std::exchange(pending_rope_, std::nullopt));
+  }
+
+  // MatMulConcatenated's Q/K/V output not yet copied to the callers' buffers (MatMulShared).
+  struct PendingSplit {
+    const float* all;  // [n_tok, ld]
+    int64_t n_tok, ld;
+    float* ys[3];
+    int64_t cols[3];
+  };
+  // Copies a pending split's column ranges into their buffers (three 2D copies, graph nodes
+  // under capture).
+  void FlushSplit() {
+    if (!pending_split_) return;
+    const PendingSplit sp = *std::exchange(pending_split_, std::nullopt);
+    Bind();
+    int64_t col = 0;
+    for (int i = 0; i < 3; ++i) {
+      HERD_CUDA_CHECK(cudaMemcpy2DAsync(sp.ys[i], sizeof(float) * sp.cols[i], sp.all + col, sizeof(float) * sp.ld,
+                                        sizeof(float) * sp.cols[i], sp.n_tok, cudaMemcpyDeviceToDevice, stream_));
+      col += sp.cols[i];
+    }
   }
 
   struct Graph {
@@ -362,6 +416,7 @@ class CudaBackend final : public Backend {
 
   void NotInGraph() {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
+    FlushSplit();
     FlushRope();
   }
 
@@ -378,6 +433,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<MatMulRunner> matmul_;
   std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
   std::optional<PendingRope> pending_rope_;
+  std::optional<PendingSplit> pending_split_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   WeightStore weights_{stream_};
   HostCopies copies_{stream_, EnvOn("HERD_CUDA_PINNED_D2H")};

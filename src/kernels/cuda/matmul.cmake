@@ -10,5 +10,6 @@ set_target_properties(herd_cuda_matmul_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY
 
 # The GEMV's per-lane dot products against ref::VecDot, on the host (needs no GPU).
 herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)
-# Norm / SwiGLU fused with the GEMV's activation quantization (quant_fused.cu, PrepareMatMulInput).
-herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc)
+# Norm / SwiGLU fused with the GEMV's activation quantization (quant_fused.cu, PrepareMatMulInput);
+# Q/K/V as one GEMM read in place by the attention (MatMulConcatenated).
+herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc)

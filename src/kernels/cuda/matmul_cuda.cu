@@ -14,6 +14,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -107,6 +108,7 @@ struct MatMulRunner::Impl {
   DeviceBuffer tile;       // dequantized weight rows (half)
   DeviceBuffer workspace;  // cuBLAS
   DeviceBuffer partials;   // GemmQuantTc split-K sums
+  DeviceBuffer concat;     // MatMulConcatenated's output
   // An input converted by FusedRmsNorm / FusedSwiGlu for the next call: int8 activations for the
   // GEMV (q.q != nullptr) or half / bfloat16 x for the tensor cores (half != nullptr).
   struct Prepared {
@@ -354,6 +356,37 @@ void MatMulRunner::MatMul(const TensorView& w, const float* x, int64_t n_tok, fl
 void MatMulRunner::MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                                 std::span<float* const> ys) {
   impl_->Run(ws, x, n_tok, ys);
+}
+
+const float* MatMulRunner::MatMulConcatenated(std::span<const TensorView> ws, const float* x, int64_t n_tok) {
+  Impl& m = *impl_;
+  const auto [lo, hi] = ConcatTokRange();
+  if (ws.size() < 2 || n_tok < lo || n_tok > hi || n_tok < 1 || m.path != MatMulPath::kAuto) return nullptr;
+  const TensorView& w0 = ws[0];
+  if ((w0.type != DType::kF16 && w0.type != DType::kBF16) || m.UseGemv(w0.type, n_tok)) return nullptr;
+  TensorView all = TensorView::Matrix(w0.type, 0, w0.cols(), w0.data);
+  const uint8_t* end = static_cast<const uint8_t*>(w0.data);
+  for (const TensorView& w : ws) {
+    if (w.type != w0.type || w.cols() != w0.cols() || w.data != end) return nullptr;
+    all.ne[1] += w.rows();
+    end += w.bytes();
+  }
+  // Sized for hi tokens at once: the first (eager) pass of a decode graph grows it, never its
+  // capture.
+  auto* y = static_cast<float*>(m.concat.Get(sizeof(float) * static_cast<size_t>(hi * all.rows()), m.stream));
+  float* const ys[1] = {y};
+  m.Run(std::span<const TensorView>(&all, 1), x, n_tok, ys);
+  return y;
+}
+
+std::pair<int64_t, int64_t> MatMulRunner::ConcatTokRange() {
+  static const std::pair<int64_t, int64_t> range = [] {
+    const char* e = std::getenv("HERD_CUDA_CONCAT_TOK");
+    long long lo = 65, hi = 128;
+    if (e != nullptr && std::sscanf(e, "%lld:%lld", &lo, &hi) != 2) lo = hi = 0;
+    return std::pair<int64_t, int64_t>(lo, hi);
+  }();
+  return range;
 }
 
 bool MatMulRunner::FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok,

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "base/check.h"
 #include "base/log.h"
 #include "kernels/cuda/cuda_check.h"
 
@@ -48,6 +49,31 @@ TensorView WeightStore::Upload(const TensorView& host) {
   HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
   views_.emplace(key, dev);
   return dev;
+}
+
+void WeightStore::UploadGroup(std::span<const TensorView> hosts, std::span<TensorView> out) {
+  HERD_CHECK(hosts.size() == out.size());
+  size_t total = 0;
+  bool fresh = true;
+  for (const TensorView& h : hosts) {
+    total += RoundUp(h.bytes(), kAlign);
+    fresh = fresh && views_.find(KeyOf(h)) == views_.end();
+  }
+  if (!fresh || hosts.size() < 2) {
+    for (size_t i = 0; i < hosts.size(); ++i) out[i] = Upload(hosts[i]);
+    return;
+  }
+  auto* base = static_cast<uint8_t*>(Allocate(total, hosts[0]));
+  size_t offset = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    out[i] = hosts[i];
+    out[i].data = base == nullptr ? nullptr : base + offset;
+    if (base == nullptr) continue;  // the loader turns this into an error
+    HERD_CUDA_CHECK(cudaMemcpyAsync(out[i].data, hosts[i].data, hosts[i].bytes(), cudaMemcpyHostToDevice, stream_));
+    offset += RoundUp(hosts[i].bytes(), kAlign);
+    views_.emplace(KeyOf(hosts[i]), out[i]);
+  }
+  HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 }  // namespace herd::cuda

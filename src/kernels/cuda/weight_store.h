@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -23,6 +24,11 @@ class WeightStore {
 
   // The device view of `host` (data == nullptr when the GPU is out of memory).
   TensorView Upload(const TensorView& host);
+  // Uploads hosts back to back in one allocation (each at a 256-byte aligned offset, so weights
+  // whose sizes are multiples of 256 bytes end where the next begins: MatMulRunner can then run
+  // them as one matrix); out[i] is the view of hosts[i]. A host already uploaded keeps its view
+  // and the group is uploaded one by one.
+  void UploadGroup(std::span<const TensorView> hosts, std::span<TensorView> out);
   // Frees every weight (the views become invalid); called by the owner on its device.
   void FreeAll();
 

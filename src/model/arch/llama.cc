@@ -78,9 +78,11 @@ class LlamaModel final : public Model {
       LayerWeights& l = layers_[static_cast<size_t>(i)];
       const std::string b = "blk." + std::to_string(i) + ".";
       HERD_ASSIGN_OR_RETURN(l.attn_norm, w.F32Vector(b + "attn_norm.weight", c.n_embd));
-      HERD_ASSIGN_OR_RETURN(l.wq, w.Matrix(b + "attn_q.weight", {c.n_embd, c.q_dim()}));
-      HERD_ASSIGN_OR_RETURN(l.wk, w.Matrix(b + "attn_k.weight", {c.n_embd, c.kv_dim()}));
-      HERD_ASSIGN_OR_RETURN(l.wv, w.Matrix(b + "attn_v.weight", {c.n_embd, c.kv_dim()}));
+      HERD_ASSIGN_OR_RETURN(const std::vector<TensorView> qkv,
+                            w.MatrixGroup({{b + "attn_q.weight", {c.n_embd, c.q_dim()}},
+                                           {b + "attn_k.weight", {c.n_embd, c.kv_dim()}},
+                                           {b + "attn_v.weight", {c.n_embd, c.kv_dim()}}}));
+      l.wq = qkv[0], l.wk = qkv[1], l.wv = qkv[2];
       HERD_ASSIGN_OR_RETURN(l.wo, w.Matrix(b + "attn_output.weight", {c.q_dim(), c.n_embd}));
       HERD_ASSIGN_OR_RETURN(l.ffn_norm, w.F32Vector(b + "ffn_norm.weight", c.n_embd));
       HERD_ASSIGN_OR_RETURN(l.w_gate, w.Matrix(b + "ffn_gate.weight", {c.n_embd, c.n_ff}));
