@@ -26,6 +26,7 @@
 
 #include "forward_test_util.h"
 #include "io/gguf.h"
+#include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -188,6 +189,23 @@ TEST(CudaForwardTest, LlamaThreeRopeFactorsAndSeparateOutput) {
   EXPECT_FALSE(cpu.model->config().tied_output);
   const auto prompt = Prompt(9, cpu.model->config().n_vocab);
   EXPECT_EQ(Greedy(cpu, prompt, 16, nullptr), Greedy(gpu, prompt, 16, nullptr));
+}
+
+// Decode at a 300-position context with one attention split per token on the SIMT decode kernel,
+// where the RoPE + K/V store run inside it and the tile of the new position is issued after the
+// first tiles' scores (a bug once stored K rotated by scores there): greedy tokens as the CPU's.
+TEST(CudaForwardTest, LongContextOneSplitMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string path = testing::TestModelPath("tiny", "F16");
+  Loaded cpu = Load(path, false, 24);
+  Loaded gpu = Load(path, true, 24);
+  cuda::SetAttentionSplitPolicy(cuda::AttentionSplitPolicy{12, 1, 1});
+  cuda::SetDecodeOnTensorCores(false);
+  const auto prompt = Prompt(300, cpu.model->config().n_vocab, 3);
+  const auto tg = Greedy(gpu, prompt, 32, nullptr);
+  cuda::SetAttentionSplitPolicy(cuda::AttentionSplitPolicy{});
+  cuda::SetDecodeOnTensorCores(true);
+  EXPECT_EQ(Greedy(cpu, prompt, 32, nullptr), tg);
 }
 
 // Two sequences and a chunked prefill in one batch give the logits of each sequence run alone.

@@ -1,12 +1,19 @@
 # Matmul part of the CUDA backend (MatMulRunner, GetRows): its GPU test and its benchmark.
 #   build/bin/herd_cuda_matmul_bench [--models 8b,1b] [--types F16,Q4_K] [--tok 1,8,512] [--paths gemv,tc]
-herd_cuda_test(herd_cuda_matmul_test SOURCES matmul_cuda_test.cc matmul_quant_tc_test.cc gemm_split_k_test.cc)
+herd_cuda_test(herd_cuda_matmul_test SOURCES matmul_cuda_test.cc matmul_quant_tc_test.cc gemm_split_k_test.cc
+               gemm_tuned_test.cc)
 
 add_executable(herd_cuda_matmul_bench ${CMAKE_CURRENT_LIST_DIR}/matmul_cuda_bench.cu)
 target_link_libraries(herd_cuda_matmul_bench PRIVATE herd_kernels_cuda)
 target_compile_options(herd_cuda_matmul_bench PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
 set_target_properties(herd_cuda_matmul_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+# cuBLASLt's algorithms for the tensor-core GEMM shapes against cublasGemmEx's default pick.
+#   build/bin/herd_cuda_cublaslt_bench [--shapes 6144:4096,...] [--tok 128]
+add_executable(herd_cuda_cublaslt_bench ${CMAKE_CURRENT_LIST_DIR}/cublaslt_bench.cc)
+target_link_libraries(herd_cuda_cublaslt_bench PRIVATE CUDA::cublas CUDA::cublasLt CUDA::cudart)
+set_target_properties(herd_cuda_cublaslt_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 
 # The GEMV's per-lane dot products against ref::VecDot, on the host (needs no GPU).
 herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)

@@ -16,11 +16,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm_tuned.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/quants.h"
@@ -109,6 +111,7 @@ struct MatMulRunner::Impl {
   DeviceBuffer workspace;  // cuBLAS
   DeviceBuffer partials;   // GemmQuantTc split-K sums
   DeviceBuffer concat;     // MatMulConcatenated's output
+  std::unique_ptr<internal::TunedGemm> tuned;  // after workspace: it uses that buffer
   // An input converted by FusedRmsNorm / FusedSwiGlu for the next call: int8 activations for the
   // GEMV (q.q != nullptr) or half / bfloat16 x for the tensor cores (half != nullptr).
   struct Prepared {
@@ -149,13 +152,7 @@ struct MatMulRunner::Impl {
   bool UseHalfTc(const TensorView& w, int64_t n_tok, bool grouped) const {
     if (path == MatMulPath::kTensorCoreCublas || !internal::GemmHalfTcSupports(w) || !internal::GemmHalfTcAvailable())
       return false;
-    if (path == MatMulPath::kTensorCoreFused || n_tok <= (grouped ? HalfTcMaxTokGrouped() : HalfTcMaxTok()))
-      return true;
-    // HERD_CUDA_HALF_TC_BIG_ROWS=R (A/B runs; 0, the default: off): a weight of at least R rows
-    // (an lm_head) on GemmHalfTc up to HalfTcMaxTokGrouped() tokens too (bench, 4096 x 128256 at
-    // 64 tokens: 366.7 us against cuBLAS's 398.8; at 65-128 not yet measured).
-    static const int64_t big_rows = EnvInt("HERD_CUDA_HALF_TC_BIG_ROWS", 0);
-    return big_rows > 0 && w.rows() >= big_rows && n_tok <= HalfTcMaxTokGrouped();
+    return path == MatMulPath::kTensorCoreFused || n_tok <= (grouped ? HalfTcMaxTokGrouped() : HalfTcMaxTok());
   }
 
   cublasHandle_t Blas() {
@@ -178,9 +175,15 @@ struct MatMulRunner::Impl {
     return out;
   }
 
-  // y[:, r0:r0+m] = x · a[0:m]ᵀ with a: [m, k] half/bf16 rows, x: [n_tok, k].
+  // y[:, r0:r0+m] = x · a[0:m]ᵀ with a: [m, k] half/bf16 rows, x: [n_tok, k]. Large weights at
+  // decode batch sizes through cuBLASLt with a tuned algorithm (gemm_tuned.h), else cublasGemmEx.
   void Gemm(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* xh, int64_t n_tok, float* y,
             int64_t ldy) {
+    if (tuned == nullptr) {
+      Blas();  // the workspace
+      tuned = std::make_unique<internal::TunedGemm>(stream, workspace.ptr, kCublasWorkspace);
+    }
+    if (tuned->Run(a, type, m, k, xh, n_tok, y, ldy)) return;
     const float one = 1.f, zero = 0.f;
     HERD_CUBLAS_CHECK(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_tok),
                                    static_cast<int>(k), &one, a, type, static_cast<int>(k), xh, type,
