@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -222,9 +223,10 @@ class CudaBackend final : public Backend {
     // Q/K/V back to back as one GEMM (MatMulConcatenated): the outputs stay column ranges of its
     // [n_tok, rows] result until an op reads them (FlushSplit copies them out), or a decode
     // attention with the RoPE inside reads them in place (PagedAttention).
-    if (fuse_ && ws.size() == 3) {
+    if (fuse_ && ws.size() == 3 && !copied_out_.contains(ws[0].data)) {
       if (const float* all = matmul_->MatMulConcatenated(ws, x, n_tok)) {
         PendingSplit& p = pending_split_.emplace();
+        p.weight = ws[0].data;
         p.all = all;
         p.n_tok = n_tok;
         p.ld = ws[0].rows() + ws[1].rows() + ws[2].rows();
@@ -284,7 +286,12 @@ class CudaBackend final : public Backend {
     }
     // Q/K/V still in MatMulConcatenated's output: read in place where the RoPE runs inside the
     // decode kernel (q, k and v are then left unwritten), else copied out first.
-    if (rope && pending_split_ && pending_split_->ys[0] == q && cuda::RopeFusesIntoAttention(cache, batch, n_heads)) {
+    const bool in_place =
+        rope && pending_split_ && pending_split_->ys[0] == q && cuda::RopeFusesIntoAttention(cache, batch, n_heads);
+    if (rope && pending_split_ && pending_split_->ys[0] == q && !batch.may_have_runs && !in_place) {
+      copied_out_.insert(pending_split_->weight);  // this layer's decode attention never reads it in place
+    }
+    if (in_place) {
       const PendingSplit sp = *std::exchange(pending_split_, std::nullopt);
       float* const all = const_cast<float*>(sp.all);
       rope->args.q = all, rope->args.k = all + sp.cols[0], rope->args.v = all + sp.cols[0] + sp.cols[1];
@@ -390,7 +397,8 @@ class CudaBackend final : public Backend {
 
   // MatMulConcatenated's Q/K/V output not yet copied to the callers' buffers (MatMulShared).
   struct PendingSplit {
-    const float* all;  // [n_tok, ld]
+    const void* weight;  // the first weight's data
+    const float* all;    // [n_tok, ld]
     int64_t n_tok, ld;
     float* ys[3];
     int64_t cols[3];
@@ -434,6 +442,10 @@ class CudaBackend final : public Backend {
   std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
   std::optional<PendingRope> pending_rope_;
   std::optional<PendingSplit> pending_split_;
+  // First weights of MatMulShared calls whose concatenated output a decode attention had to copy
+  // out (its kernel cannot take strided q / k / v, e.g. the tensor-core decode of head_dim 64):
+  // they run as separate outputs from then on.
+  std::unordered_set<const void*> copied_out_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   WeightStore weights_{stream_};
   HostCopies copies_{stream_, EnvOn("HERD_CUDA_PINNED_D2H")};
