@@ -2,7 +2,6 @@
 // (attention_cuda.h). The attention kernel itself: attention_kernel.cuh (instances in
 // attention_{f16,f32,q8}.cu). Every kernel here is launched with programmatic
 // dependent launch (launch_pdl.cuh).
-#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -157,14 +156,7 @@ __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2
     float acc = 0.f;
 #pragma unroll 8
     for (int s = 0; s < ns; ++s) acc += weight[s] * o[s * head_dim + d];
-    out[th * head_dim + d] = acc;
-    if (out_half != nullptr) {  // rounded as ConvertActivations rounds
-      if (out_bf16) {
-        static_cast<__nv_bfloat16*>(out_half)[th * head_dim + d] = __float2bfloat16_rn(acc);
-      } else {
-        static_cast<__half*>(out_half)[th * head_dim + d] = __float2half_rn(acc);
-      }
-    }
+    attn::StoreOut(out, out_half, out_bf16, th * head_dim + d, acc);
   }
 }
 

@@ -102,16 +102,20 @@ constexpr size_t SmemBytes(KvKind kind, int vec_bytes, int hd, int rm) {
 }
 
 #ifdef __CUDACC__
-// out[i] = o, and its half / bfloat16 copy when Params::out_half is set.
-__device__ __forceinline__ void StoreOut(const Params& p, int64_t i, float o) {
-  p.out[i] = o;
-  if (p.out_half != nullptr) {
-    if (p.out_half_bf16) {
-      static_cast<__nv_bfloat16*>(p.out_half)[i] = __float2bfloat16_rn(o);
+// out[i] = o, and out_half[i] = o rounded to bfloat16 (bf16) or half as ConvertActivations
+// rounds it, when out_half is set.
+__device__ __forceinline__ void StoreOut(float* out, void* out_half, int bf16, int64_t i, float o) {
+  out[i] = o;
+  if (out_half != nullptr) {
+    if (bf16) {
+      static_cast<__nv_bfloat16*>(out_half)[i] = __float2bfloat16_rn(o);
     } else {
-      static_cast<__half*>(p.out_half)[i] = __float2half_rn(o);
+      static_cast<__half*>(out_half)[i] = __float2half_rn(o);
     }
   }
+}
+__device__ __forceinline__ void StoreOut(const Params& p, int64_t i, float o) {
+  StoreOut(p.out, p.out_half, p.out_half_bf16, i, o);
 }
 
 // The split count of a decode item over positions [0, ctx): its kTile-position tiles dealt in

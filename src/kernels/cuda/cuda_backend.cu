@@ -286,9 +286,9 @@ class CudaBackend final : public Backend {
     }
     // Q/K/V still in MatMulConcatenated's output: read in place where the RoPE runs inside the
     // decode kernel (q, k and v are then left unwritten), else copied out first.
-    const bool in_place =
-        rope && pending_split_ && pending_split_->ys[0] == q && cuda::RopeFusesIntoAttention(cache, batch, n_heads);
-    if (rope && pending_split_ && pending_split_->ys[0] == q && !batch.may_have_runs && !in_place) {
+    const bool split_for_q = rope && pending_split_ && pending_split_->ys[0] == q;
+    const bool in_place = split_for_q && cuda::RopeFusesIntoAttention(cache, batch, n_heads);
+    if (split_for_q && !batch.may_have_runs && !in_place) {
       copied_out_.insert(pending_split_->weight);  // this layer's decode attention never reads it in place
     }
     if (in_place) {

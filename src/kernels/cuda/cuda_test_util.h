@@ -63,6 +63,35 @@ class CudaBackendTest : public ::testing::Test {
   std::vector<void*> owned_;
 };
 
+// Device memory of a test, freed with it (outside any backend: for kernel-level tests).
+struct Dev {
+  void* p = nullptr;
+  explicit Dev(size_t bytes) { HERD_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+  Dev(Dev&& o) noexcept : p(o.p) { o.p = nullptr; }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  ~Dev() { cudaFree(p); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p);
+  }
+};
+// A device copy of v.
+template <typename T>
+Dev Up(const std::vector<T>& v) {
+  Dev d(v.size() * sizeof(T));
+  HERD_CUDA_CHECK(cudaMemcpy(d.p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+// n values of T at p, after every queued kernel of the device.
+template <typename T>
+std::vector<T> Down(const void* p, size_t n) {
+  std::vector<T> h(n);
+  HERD_CUDA_CHECK(cudaDeviceSynchronize());
+  HERD_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
 inline std::vector<float> RandomNormal(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, scale);

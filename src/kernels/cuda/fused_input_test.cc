@@ -29,31 +29,11 @@ namespace herd::cuda {
 namespace {
 
 using testing::CudaBackendTest;
+using testing::Dev;
+using testing::Down;
 using testing::RandomNormal;
 using testing::RelError;
-
-struct Dev {
-  void* p = nullptr;
-  explicit Dev(size_t bytes) { HERD_CUDA_CHECK(cudaMalloc(&p, bytes)); }
-  ~Dev() { cudaFree(p); }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p);
-  }
-};
-template <typename T>
-Dev Up(const std::vector<T>& v) {
-  Dev d(v.size() * sizeof(T));
-  HERD_CUDA_CHECK(cudaMemcpy(d.p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-template <typename T>
-std::vector<T> Down(const void* p, size_t n) {
-  std::vector<T> h(n);
-  HERD_CUDA_CHECK(cudaDeviceSynchronize());
-  HERD_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
+using testing::Up;
 
 // The fused kernel's buffer against QuantizeActivations of the fused float output, whole buffers
 // (padding included), both poisoned alike first.

@@ -21,17 +21,13 @@
 namespace herd::cuda::internal {
 namespace {
 
+using testing::Dev;
+using testing::Down;
 using testing::RandomNormal;
 using testing::RelError;
 
-struct Buffer {
-  void* p = nullptr;
-  explicit Buffer(size_t bytes) { HERD_CUDA_CHECK(cudaMalloc(&p, bytes)); }
-  ~Buffer() { cudaFree(p); }
-};
-
 // n values ~N(0, scale) as half or bfloat16 on the device.
-void UploadHalves(const Buffer& b, size_t n, uint32_t seed, bool bf16, float scale) {
+void UploadHalves(const Dev& b, size_t n, uint32_t seed, bool bf16, float scale) {
   const auto v = RandomNormal(n, seed, scale);
   std::vector<uint16_t> h(n);
   for (size_t i = 0; i < n; ++i) {
@@ -44,13 +40,6 @@ void UploadHalves(const Buffer& b, size_t n, uint32_t seed, bool bf16, float sca
     }
   }
   HERD_CUDA_CHECK(cudaMemcpy(b.p, h.data(), n * 2, cudaMemcpyHostToDevice));
-}
-
-std::vector<float> Down(const float* p, size_t n) {
-  std::vector<float> h(n);
-  HERD_CUDA_CHECK(cudaDeviceSynchronize());
-  HERD_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
-  return h;
 }
 
 class TunedGemmTest : public ::testing::Test {
@@ -96,19 +85,19 @@ TEST_F(TunedGemmTest, MatchesCublasGemmEx) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + " n=" + std::to_string(c.n) +
                  " ldy=" + std::to_string(c.ldy) + (c.bf16 ? " bf16" : " f16"));
     const cudaDataType_t type = c.bf16 ? CUDA_R_16BF : CUDA_R_16F;
-    Buffer a(static_cast<size_t>(c.m * c.k) * 2), x(static_cast<size_t>(c.n * c.k) * 2);
+    Dev a(static_cast<size_t>(c.m * c.k) * 2), x(static_cast<size_t>(c.n * c.k) * 2);
     UploadHalves(a, static_cast<size_t>(c.m * c.k), 1, c.bf16, 0.05f);
     UploadHalves(x, static_cast<size_t>(c.n * c.k), 2, c.bf16, 1.f);
     const size_t ny = static_cast<size_t>(c.n * c.ldy);
-    Buffer y1(ny * 4), y2(ny * 4), y3(ny * 4);
+    Dev y1(ny * 4), y2(ny * 4), y3(ny * 4);
     HERD_CUDA_CHECK(cudaMemset(y1.p, 0, ny * 4));
     HERD_CUDA_CHECK(cudaMemset(y2.p, 0, ny * 4));
     HERD_CUDA_CHECK(cudaMemset(y3.p, 0, ny * 4));
     ASSERT_TRUE(tuned.Run(a.p, type, c.m, c.k, x.p, c.n, static_cast<float*>(y1.p), c.ldy));  // tunes
     ASSERT_TRUE(tuned.Run(a.p, type, c.m, c.k, x.p, c.n, static_cast<float*>(y2.p), c.ldy));  // the choice
     Reference(a.p, type, c.m, c.k, x.p, c.n, static_cast<float*>(y3.p), c.ldy);
-    const auto got1 = Down(static_cast<float*>(y1.p), ny), got2 = Down(static_cast<float*>(y2.p), ny);
-    const auto want = Down(static_cast<float*>(y3.p), ny);
+    const auto got1 = Down<float>(y1.p, ny), got2 = Down<float>(y2.p, ny);
+    const auto want = Down<float>(y3.p, ny);
     EXPECT_EQ(got1, got2);  // the tuning run leaves the chosen algorithm's bits
     EXPECT_LE(RelError(got2.data(), want.data(), ny), 1e-5);
     if (c.ldy > c.m) {  // columns past m untouched
@@ -119,7 +108,7 @@ TEST_F(TunedGemmTest, MatchesCublasGemmEx) {
 
 TEST_F(TunedGemmTest, LeavesSmallShapesFewOrManyTokensAndCapturesToCublas) {
   TunedGemm tuned(stream_, workspace_, kWorkspace);
-  Buffer a(size_t{8192} * 4096 * 2), x(size_t{256} * 4096 * 2), y(size_t{256} * 8192 * 4);
+  Dev a(size_t{8192} * 4096 * 2), x(size_t{256} * 4096 * 2), y(size_t{256} * 8192 * 4);
   float* yf = static_cast<float*>(y.p);
   EXPECT_FALSE(tuned.Run(a.p, CUDA_R_16F, 4096, 4096, x.p, 64, yf, 4096));   // 16 Mi elements
   EXPECT_FALSE(tuned.Run(a.p, CUDA_R_16F, 8192, 4096, x.p, 129, yf, 8192));  // > kMaxTok tokens

@@ -6,20 +6,17 @@
 
 namespace herd::cuda {
 
-// The cosine and sine of one pair's angle pos * inv_freq (double, rounded once to float): the one
-// formula of every RoPE kernel, so that they all give the same bits.
-__device__ __forceinline__ void RopeAngle(int32_t pos, float inv_freq, float* c, float* s) {
-  double sd, cd;
-  sincos(static_cast<double>(pos) * static_cast<double>(inv_freq), &sd, &cd);
-  *c = static_cast<float>(cd);
-  *s = static_cast<float>(sd);
-}
-
 // cs[i] = cos, cs[half + i] = sin of pos * inv_freq[i] for i < half, computed in double as the
 // reference does (positions up to 2^20 stay exact); strided over the CTA's threads. The caller
 // synchronises before reading cs.
 __device__ __forceinline__ void RopeAngles(int32_t pos, const float* inv_freq, int32_t half, float* cs) {
-  for (int i = threadIdx.x; i < half; i += blockDim.x) RopeAngle(pos, inv_freq[i], &cs[i], &cs[half + i]);
+  const double p = static_cast<double>(pos);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    double s, c;
+    sincos(p * static_cast<double>(inv_freq[i]), &s, &c);
+    cs[i] = static_cast<float>(c);
+    cs[half + i] = static_cast<float>(s);
+  }
 }
 
 // Pair (a.x, a.y) rotated by the angle of cosine c and sine s, rounded per operation (no
