@@ -300,6 +300,24 @@ static std::atomic<bool>& DecodeTcFlag() {
 
 void SetDecodeOnTensorCores(bool on) { DecodeTcFlag().store(on); }
 
+static std::atomic<bool>& DecodeMmaFlag() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("HERD_CUDA_ATTN_MMA");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }()};
+  return on;
+}
+
+void SetDecodeMma(bool on) { DecodeMmaFlag().store(on); }
+
+bool DecodeUsesMma(DType type, int head_dim) {
+  return type == DType::kF16 && (head_dim == 64 || head_dim == 128) && DecodeMmaFlag().load(std::memory_order_relaxed);
+}
+
+namespace attn {
+bool DecodeMmaEnabled() { return DecodeMmaFlag().load(std::memory_order_relaxed); }
+}  // namespace attn
+
 bool DecodeOnTensorCores(DType type, int head_dim, int group) {
   return type == DType::kF16 && attn::DecodeTcApplies(head_dim, group) &&
          DecodeTcFlag().load(std::memory_order_relaxed);

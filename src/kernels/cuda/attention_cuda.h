@@ -84,7 +84,7 @@ bool RopeFusesIntoAttention(const KvLayerView& cache, const AttentionBatch& batc
 // Long contexts are split across up to 64 CTAs per item (flash-decoding, AttentionSplitPolicy),
 // merged by a second kernel. Softmax is online, in
 // fp32; products in fp32, except on tensor cores (F16 caches: prefill runs with head_dim 64 /
-// 128, decode tokens with head_dim 64 unless SetDecodeOnTensorCores(false)), where q and the
+// 128, decode tokens with head_dim 64 / 128 unless SetDecodeOnTensorCores / SetDecodeMma(false)), where q and the
 // softmax weights are rounded to f16. The batch description (pos, seq, tables) is read before the previous
 // kernel in the stream ends (programmatic dependent launch): it must come from host copies.
 // `num_sms`: the device's multiprocessor count (sizes the split).
@@ -135,6 +135,15 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 // this is on (process-wide; initially HERD_CUDA_ATTN_TC_DECODE != "0"); otherwise, and for
 // other shapes and KV types, on the SIMT kernel in fp32.
 void SetDecodeOnTensorCores(bool on);
+
+// The split-K decode kernel of F16 caches with head_dim 64 / 128 (every decode token that the
+// kernel above does not take, e.g. head_dim 128), in batches of 8 tokens or more, computes its tiles' Q·Kᵀ and P·V on tensor cores
+// (attention_simt_mma.cuh: q and the softmax weights rounded to f16) while this is on
+// (process-wide; initially HERD_CUDA_ATTN_MMA != "0"); otherwise in fp32 SIMT.
+void SetDecodeMma(bool on);
+// Whether decode tokens of this cache type and head_dim that the tensor-core decode kernel does
+// not take run on the SIMT kernel's tensor-core variant (SetDecodeMma).
+bool DecodeUsesMma(DType type, int head_dim);
 bool DecodeOnTensorCores(DType type, int head_dim, int group);
 
 }  // namespace herd::cuda

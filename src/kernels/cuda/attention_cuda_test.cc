@@ -8,8 +8,8 @@
 //  - per output row (one token, one head): ||out - ref|| / ||ref|| <= 1e-4. Both dequantize the
 //    same stored values and compute in fp32 (GPU) / double (reference); a missing, extra or
 //    wrong position changes a row by ~1/sqrt(context) >= 0.02 at the lengths used here.
-//    Prefill-run rows of F16 caches with head_dim 64 / 128 (and decode rows with head_dim 64,
-//    group <= 16, unless SetDecodeOnTensorCores(false)) run on tensor cores with q and the softmax weights
+//    Prefill-run rows of F16 caches with head_dim 64 / 128 (and decode rows with head_dim 64 /
+//    128 unless SetDecodeOnTensorCores / SetDecodeMma(false)) run on tensor cores with q and the softmax weights
 //    rounded to f16 (relative 2^-11 each; ~6e-4 rms on the scores here): bound 4e-3 for them,
 //    still 5× under the effect of one wrong position.
 //    Outputs are NaN-poisoned first; reading an unwritten slot would bring in NaN.
@@ -185,7 +185,8 @@ class CudaAttentionTest : public CudaBackendTest {
     // with head_dim 64 / 128 go through the tensor-core kernel, which rounds q and the softmax
     // weights to f16 (2^-11): a looser bound there.
     const bool tc = cfg.type == DType::kF16 && (cfg.head_dim == 64 || cfg.head_dim == 128) && cfg.group <= 64;
-    const bool tc_decode = DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group);
+    const bool tc_decode =
+        DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group) || DecodeUsesMma(cfg.type, cfg.head_dim);
     double worst = 0, worst_tc = 0;
     int64_t worst_row = -1;
     for (int64_t r = 0; r < n_tok * n_heads; ++r) {
@@ -283,6 +284,15 @@ TEST_F(CudaAttentionTest, F16) { Sweep(this, DType::kF16); }
 // Decode tokens of F16 caches on the SIMT kernel (fp32 throughout) instead of tensor cores.
 TEST_F(CudaAttentionTest, F16DecodeWithoutTensorCores) {
   SetDecodeOnTensorCores(false);
+  SetDecodeMma(false);
+  Sweep(this, DType::kF16);
+  SetDecodeMma(true);
+  SetDecodeOnTensorCores(true);
+}
+// Decode tokens of F16 caches on the SIMT kernel's tensor-core variant, head_dim 64 as well.
+TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
+  SetDecodeOnTensorCores(false);
+  SetDecodeMma(true);
   Sweep(this, DType::kF16);
   SetDecodeOnTensorCores(true);
 }

@@ -160,6 +160,9 @@ void LaunchQ8_0(const Params& p, int rows_small, bool prefill, unsigned grid, cu
 // (n_tokens * s_max * n_kv_heads). False, launching nothing, where it does not apply (head_dim
 // other than 64 / 128, group > 64): then the SIMT prefill kernel must run.
 bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
+// Whether the split-K decode kernel of F16 caches with head_dim 64 / 128 runs its tile products on
+// tensor cores (attention_simt_mma.cuh): HERD_CUDA_ATTN_MMA, default on.
+bool DecodeMmaEnabled();
 // Whether the tensor-core decode kernel (attention_decode_tc.cu) takes the shape: head_dim 64,
 // GQA group <= 16.
 bool DecodeTcApplies(int head_dim, int group);

@@ -23,6 +23,7 @@
 
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_rope.cuh"
+#include "kernels/cuda/attention_simt_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/rope_cuda.cuh"
@@ -150,7 +151,8 @@ __device__ __forceinline__ float WarpSum(float v) {
 // [h0, h0 + nh) of kv head kvh; rows r = (token r / nh, head r % nh); RM >= len * nh rows.
 // HD: head_dim (0: run-time p.head_dim, any multiple of 16 up to kMaxHeadDim).
 // leader: the one CTA of the item that records its split count (split 0, kv head 0, chunk 0).
-template <KvKind T, int HD, int RM>
+// kMma: the tile's two products on tensor cores (attention_simt_mma.cuh; F16, HD 64 / 128).
+template <KvKind T, int HD, int RM, bool kMma = false>
 __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0, int h0, int nh, int kvh, int split,
                         bool leader) {
   const int hd = HD > 0 ? HD : p.head_dim;
@@ -161,15 +163,18 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   const int ns = SplitTiles(p, ctx, split, &tile_begin, &tile_end);
   if (split >= ns) return;
 
-  // Shared memory, as SmemBytes counts it: kStages × (K tile, V tile) raw, then floats.
+  static_assert(!kMma || (T == KvKind::kF16 && (HD == 64 || HD == 128) && RM <= 16));
+  constexpr int kSt = kMma ? kMmaStages : kStages;  // shared-memory stages
+  // Shared memory, as SmemBytes (MmaSmemBytes) counts it: kSt × (K tile, V tile) raw, then floats.
   const int vec = p.vec_bytes;
-  const int pitch = RowPitch(T, vec);  // K rows
-  const int vpitch = VRowPitch(vec);   // V rows
+  const int pitch = RowPitch(T, vec);                   // K rows
+  const int vpitch = kMma ? pitch : VRowPitch(vec);     // V rows
   const int stage_bytes = kTile * (pitch + vpitch);
-  float* qs = reinterpret_cast<float*>(smem + kStages * stage_bytes);  // [RM][hd]
-  float* sp = qs + RM * hd;                                            // [4 warps][RM][kTile]
-  float* ps = sp + 4 * RM * kTile;                                     // [kTile][RM]
-  float* m_run = ps + kTile * RM;
+  float* qs = reinterpret_cast<float*>(smem + kSt * stage_bytes);  // [RM][hd]
+  float* sp = qs + RM * hd;                                            // [4 warps][RM][kTile]; kMma: [RM][kTile]
+  float* ps = sp + (kMma ? 1 : 4) * RM * kTile;                        // [kTile][RM]; kMma: halves [RM][kPPitch]
+  __half* const ph = reinterpret_cast<__half*>(ps);
+  float* m_run = ps + (kMma ? RM * kPPitch / 2 : kTile * RM);
   float* l_run = m_run + RM;
   float* alpha = l_run + RM;
   float* const cs = alpha + RM;  // fused RoPE: [half] cos, [half] sin (F16 / F32 caches)
@@ -245,21 +250,21 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   // The first tiles: slot offsets from the block table before waiting for the previous kernel
   // (it may still write this step's K/V and q), copies after.
   if constexpr (HD > 0) {
-    int64_t off[kStages - 1][kIters];
+    int64_t off[kSt - 1][kIters];
 #pragma unroll
-    for (int st = 0; st < kStages - 1; ++st) {
+    for (int st = 0; st < kSt - 1; ++st) {
       if (tile_begin + st < tile_end) offsets(tile_begin + st, off[st]);
     }
     PdlWait();
 #pragma unroll
-    for (int st = 0; st < kStages - 1; ++st) {
+    for (int st = 0; st < kSt - 1; ++st) {
       if (tile_begin + st < tile_end) copies(off[st], tile_begin + st, st);
       CommitGroup();
     }
   } else {
     PdlWait();
 #pragma unroll
-    for (int st = 0; st < kStages - 1; ++st) {
+    for (int st = 0; st < kSt - 1; ++st) {
       if (tile_begin + st < tile_end) issue(tile_begin + st, st);
       CommitGroup();
     }
@@ -292,17 +297,30 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   float acc[kElems];
 #pragma unroll
   for (int i = 0; i < kElems; ++i) acc[i] = 0.f;
+  // kMma: Q's f16 fragments (after every thread's qs rows) and warp w's [16][HD / 4] output tile.
+  constexpr int kQk = kMma ? HD / 16 : 1, kNt = kMma ? HD / 32 : 2;
+  uint32_t qf[kQk][4];
+  float o[kNt][4];
+  if constexpr (kMma) {
+    __syncthreads();
+    MmaQFragments<HD, RM>(qs, lane, qf);
+#pragma unroll
+    for (int i = 0; i < kNt; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  }
 
   for (int tile = tile_begin, it = 0; tile < tile_end; ++tile, ++it) {
-    WaitGroup<kStages - 2>();  // this thread's copies of `tile` have landed
+    WaitGroup<kSt - 2>();  // this thread's copies of `tile` have landed
     __syncthreads();           // everyone's; and the previous tile's P·V is done with its stage
-    if (tile + kStages - 1 < tile_end) issue(tile + kStages - 1, (it + kStages - 1) % kStages);
+    if (tile + kSt - 1 < tile_end) issue(tile + kSt - 1, (it + kSt - 1) % kSt);
     CommitGroup();
-    const uint8_t* ks = smem + (it % kStages) * stage_bytes;
+    const uint8_t* ks = smem + (it % kSt) * stage_bytes;
     const uint8_t* vs = ks + kTile * pitch;
 
-    // Partial scores: warp covers a quarter of the dims, lane = position.
-    {
+    // Partial scores: warp covers a quarter of the dims, lane = position (kMma: warp w positions
+    // 8 w .. 8 w + 7, every dim).
+    if constexpr (kMma) {
+      MmaScores<HD, RM>(ks, pitch, qf, warp, lane, sp);
+    } else {
       float sc[RM];
 #pragma unroll
       for (int r = 0; r < RM; ++r) sc[r] = 0.f;
@@ -315,8 +333,10 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     // Online softmax: warp per row, lane per position.
     const int base = tile * kTile;
     for (int r = warp; r < RM; r += 4) {
-      float s = sp[r * kTile + lane] + sp[(RM + r) * kTile + lane] + sp[(2 * RM + r) * kTile + lane] +
-                sp[(3 * RM + r) * kTile + lane];
+      float s = sp[r * kTile + lane];
+      if constexpr (!kMma) {
+        s += sp[(RM + r) * kTile + lane] + sp[(2 * RM + r) * kTile + lane] + sp[(3 * RM + r) * kTile + lane];
+      }
       const bool valid = r < rows && base + lane <= pos0 + r / nh;
       s = valid ? s : -INFINITY;
       const float m_old = m_run[r];
@@ -325,7 +345,11 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
       const float pr = none ? 0.f : exp2f(s - m_new);
       const float a = none ? 1.f : exp2f(m_old - m_new);
       const float sum = WarpSum(pr);
-      ps[lane * RM + r] = pr;
+      if constexpr (kMma) {
+        ph[r * kPPitch + lane] = __float2half_rn(pr);
+      } else {
+        ps[lane * RM + r] = pr;
+      }
       __syncwarp();  // every lane has read m_run[r] / l_run[r]
       if (lane == 0) {
         alpha[r] = a;
@@ -336,7 +360,9 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     __syncthreads();
 
     // acc = acc * alpha + P · V.
-    if constexpr (kFixed) {
+    if constexpr (kMma) {
+      MmaPV<HD, RM>(vs, vpitch, ph, alpha, warp, lane, o);
+    } else if constexpr (kFixed) {
       const int d = tid % HD, r0 = (tid / HD) * kElems;
 #pragma unroll
       for (int i = 0; i < kElems; ++i) acc[i] *= alpha[r0 + i];
@@ -374,27 +400,38 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   WaitGroup<0>();   // no copy may still target shared memory when the CTA exits
   __syncthreads();  // final m_run, l_run
 
-#pragma unroll
-  for (int i = 0; i < kElems; ++i) {
-    int r, d;
-    if constexpr (kFixed) {
-      d = tid % HD;
-      r = (tid / HD) * kElems + i;
-    } else {
-      const int e = tid + i * kThreads;
-      r = e / hd;
-      d = e - r * hd;
-    }
-    if (r >= rows) continue;
+  auto store = [&](int r, int d, float acc_rd) {
     const float l = l_run[r];
-    const float o = l > 0.f ? acc[i] / l : 0.f;
+    const float out = l > 0.f ? acc_rd / l : 0.f;
     const int64_t th = static_cast<int64_t>(t + r / nh) * p.n_heads + h0 + r % nh;  // token * n_heads + head
     if (ns == 1) {
-      StoreOut(p, th * hd + d, o);
+      StoreOut(p, th * hd + d, out);
     } else {
       const int64_t slot = th * p.s_max + split;
-      p.part_o[slot * hd + d] = o;
+      p.part_o[slot * hd + d] = out;
       if (d == 0) p.part_ml[slot] = make_float2(m_run[r], l);
+    }
+  };
+  if constexpr (kMma) {  // o[nt]: rows lane / 4 (+ 8), dims w HD / 4 + 8 nt + 2 (lane % 4) (+ 1)
+    const int g = lane / 4, d = warp * (HD / 4) + 2 * (lane % 4);
+#pragma unroll
+    for (int nt = 0; nt < kNt; ++nt) {
+      if (g < rows) store(g, d + 8 * nt, o[nt][0]), store(g, d + 8 * nt + 1, o[nt][1]);
+      if (g + 8 < rows) store(g + 8, d + 8 * nt, o[nt][2]), store(g + 8, d + 8 * nt + 1, o[nt][3]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kElems; ++i) {
+      int r, d;
+      if constexpr (kFixed) {
+        d = tid % HD;
+        r = (tid / HD) * kElems + i;
+      } else {
+        const int e = tid + i * kThreads;
+        r = e / hd;
+        d = e - r * hd;
+      }
+      if (r < rows) store(r, d, acc[i]);
     }
   }
 }
@@ -423,13 +460,13 @@ struct Cta {
 
 // Decode tokens: no batch neighbour at the previous / next position of the same sequence. One
 // item per token, RS >= min(group, 16) rows.
-template <KvKind T, int HD, int RS>
-__global__ void __launch_bounds__(kThreads) DecodeKernel(const Params p) {
+template <KvKind T, int HD, int RS, bool kMma = false>
+__global__ void __launch_bounds__(kThreads, kMma ? kMmaMinCtas : 1) DecodeKernel(const Params p) {
   extern __shared__ float4 smem4[];
   PdlTrigger();
   const Cta c(p);
   if (c.has_prev || c.has_next) return;
-  RunItem<T, HD, RS>(p, reinterpret_cast<uint8_t*>(smem4), c.t, 1, c.pos, c.h0, c.nh, c.kvh, c.split, c.leader);
+  RunItem<T, HD, RS, kMma>(p, reinterpret_cast<uint8_t*>(smem4), c.t, 1, c.pos, c.h0, c.nh, c.kvh, c.split, c.leader);
 }
 
 // Runs of consecutive positions (prefill chunks), cut where the position is a multiple of
@@ -454,7 +491,12 @@ __global__ void __launch_bounds__(kThreads) PrefillKernel(const Params p) {
 // Launches `kernel` with its dynamic shared memory; raises its limit once per device.
 template <KvKind T, typename Kernel>
 void LaunchKernel(Kernel kernel, int rm, std::atomic<uint64_t>& raised, const Params& p, unsigned grid,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, bool mma = false) {
+  if (mma) {
+    const size_t smem = MmaSmemBytes(p.vec_bytes, p.head_dim, rm);
+    RaiseDynamicSmem(kernel, static_cast<int>(smem), raised);
+    return LaunchPdl(kernel, grid, kThreads, smem, stream, p);
+  }
   const size_t smem = SmemBytes(T, p.vec_bytes, p.head_dim, rm);
   // The most any head_dim needs (vector bytes of head_dim kMaxHeadDim).
   const int max_vec =
@@ -465,7 +507,20 @@ void LaunchKernel(Kernel kernel, int rm, std::atomic<uint64_t>& raised, const Pa
 
 template <KvKind T, int HD>
 void LaunchHd(const Params& p, int rows_small, bool prefill, unsigned grid, cudaStream_t stream) {
-  static std::atomic<uint64_t> raised[4];
+  static std::atomic<uint64_t> raised[7];
+  if constexpr (T == KvKind::kF16 && (HD == 64 || HD == 128)) {
+    if (DecodeMmaEnabled() && p.n_tokens >= kMmaMinTokens) {
+      if (rows_small == 4) {
+        LaunchKernel<T>(DecodeKernel<T, HD, 4, true>, 4, raised[4], p, grid, stream, true);
+      } else if (rows_small == 8) {
+        LaunchKernel<T>(DecodeKernel<T, HD, 8, true>, 8, raised[5], p, grid, stream, true);
+      } else {
+        LaunchKernel<T>(DecodeKernel<T, HD, kItemRows, true>, kItemRows, raised[6], p, grid, stream, true);
+      }
+      if (prefill) LaunchKernel<T>(PrefillKernel<T, HD>, kItemRows, raised[3], p, grid, stream);
+      return;
+    }
+  }
   if constexpr (HD > 0) {
     if (rows_small == 4) {
       LaunchKernel<T>(DecodeKernel<T, HD, 4>, 4, raised[0], p, grid, stream);
