@@ -461,7 +461,7 @@ struct Cta {
 // Decode tokens: no batch neighbour at the previous / next position of the same sequence. One
 // item per token, RS >= min(group, 16) rows.
 template <KvKind T, int HD, int RS, bool kMma = false>
-__global__ void __launch_bounds__(kThreads, kMma ? kMmaMinCtas : 1) DecodeKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads) DecodeKernel(const Params p) {
   extern __shared__ float4 smem4[];
   PdlTrigger();
   const Cta c(p);

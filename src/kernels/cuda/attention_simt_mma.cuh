@@ -24,11 +24,7 @@ namespace herd::cuda::attn {
 #ifndef HERD_ATTN_MMA_STAGES
 #define HERD_ATTN_MMA_STAGES 3  // compile-time override for variant builds (bench/cuda/build_variants.sh)
 #endif
-#ifndef HERD_ATTN_MMA_MIN_CTAS
-#define HERD_ATTN_MMA_MIN_CTAS 1
-#endif
 constexpr int kMmaStages = HERD_ATTN_MMA_STAGES;  // K/V tiles in shared memory
-constexpr int kMmaMinCtas = HERD_ATTN_MMA_MIN_CTAS;  // __launch_bounds__ minimum CTAs per SM (register cap)
 // Batches of fewer decode tokens keep the fp32 SIMT math (one sequence: 8B Q4_K_M tg128 -1.7%
 // with the tensor-core variant; bench/results/cuda-session9-2026-11-26.md).
 constexpr int kMmaMinTokens = 8;
