@@ -137,9 +137,9 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 void SetDecodeOnTensorCores(bool on);
 
 // The split-K decode kernel of F16 caches with head_dim 64 / 128 (every decode token that the
-// kernel above does not take, e.g. head_dim 128), in batches of 8 tokens or more, computes its tiles' Q·Kᵀ and P·V on tensor cores
-// (attention_simt_mma.cuh: q and the softmax weights rounded to f16) while this is on
-// (process-wide; initially HERD_CUDA_ATTN_MMA != "0"); otherwise in fp32 SIMT.
+// kernel above does not take, e.g. head_dim 128), in batches of 8 tokens or more, computes its tiles' Q·Kᵀ and P·V on
+// tensor cores (attention_simt_mma.cuh: q and the softmax weights rounded to f16) while this is on (process-wide;
+// initially HERD_CUDA_ATTN_MMA != "0"); otherwise in fp32 SIMT.
 void SetDecodeMma(bool on);
 // Whether decode tokens of this cache type and head_dim that the tensor-core decode kernel does
 // not take run on the SIMT kernel's tensor-core variant (SetDecodeMma).

@@ -22,19 +22,19 @@
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kTile = 32;       // positions per stage
-constexpr int kHeadDim = 128;   // F16: 256-byte rows
-constexpr int kBlock = 16;      // positions per cache block
+constexpr int kTile = 32;      // positions per stage
+constexpr int kHeadDim = 128;  // F16: 256-byte rows
+constexpr int kBlock = 16;     // positions per cache block
 constexpr int kRowBytes = kHeadDim * 2;
 constexpr int kStageBytes = 2 * kTile * kRowBytes;  // K and V of one tile: 16 KB
 
-#define CHECK_CUDA(x)                                                                  \
-  do {                                                                                 \
-    cudaError_t e = (x);                                                               \
-    if (e != cudaSuccess) {                                                            \
+#define CHECK_CUDA(x)                                                                 \
+  do {                                                                                \
+    cudaError_t e = (x);                                                              \
+    if (e != cudaSuccess) {                                                           \
       std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                    \
-    }                                                                                  \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 __device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid) {
@@ -43,9 +43,9 @@ __device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid
 }
 
 template <bool kHnd, int kStages>
-__global__ void __launch_bounds__(kThreads) StreamKv(const uint8_t* __restrict__ k, const uint8_t* __restrict__ v,
-                                                     const int32_t* __restrict__ tables, int max_blocks, int ctx,
-                                                     int n_kv, unsigned* sink) {
+__global__ void __launch_bounds__(kThreads)
+    StreamKv(const uint8_t* __restrict__ k, const uint8_t* __restrict__ v, const int32_t* __restrict__ tables,
+             int max_blocks, int ctx, int n_kv, unsigned* sink) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int seq = blockIdx.x / n_kv, kvh = blockIdx.x % n_kv, tid = threadIdx.x;
   const int32_t* table = tables + static_cast<int64_t>(seq) * max_blocks;
@@ -87,10 +87,9 @@ __global__ void __launch_bounds__(kThreads) StreamKv(const uint8_t* __restrict__
 // The tensor-core decode kernel's structure (attention_decode_tc.cu): the CTA's 4 warps stream
 // 16-position chunks w, w + 4, ... each through its own ring of kStages stages, no CTA barrier.
 template <int kStages>
-__global__ void __launch_bounds__(kThreads) StreamKvWarpRings(const uint8_t* __restrict__ k,
-                                                              const uint8_t* __restrict__ v,
-                                                              const int32_t* __restrict__ tables, int max_blocks,
-                                                              int ctx, int n_kv, unsigned* sink) {
+__global__ void __launch_bounds__(kThreads)
+    StreamKvWarpRings(const uint8_t* __restrict__ k, const uint8_t* __restrict__ v, const int32_t* __restrict__ tables,
+                      int max_blocks, int ctx, int n_kv, unsigned* sink) {
   extern __shared__ __align__(16) uint8_t smem[];
   constexpr int kChunk = 16, kChunkBytes = 2 * kChunk * kRowBytes;  // 8 KB
   const int seq = blockIdx.x / n_kv, kvh = blockIdx.x % n_kv, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -107,7 +106,9 @@ __global__ void __launch_bounds__(kThreads) StreamKvWarpRings(const uint8_t* __r
       const int pos = c * kChunk + j;
       const bool ok = pos < ctx;
       int64_t off = 0;
-      if (ok) off = ((static_cast<int64_t>(table[pos / kBlock]) * kBlock + pos % kBlock) * n_kv + kvh) * kRowBytes + piece * 16;
+      if (ok)
+        off =
+            ((static_cast<int64_t>(table[pos / kBlock]) * kBlock + pos % kBlock) * n_kv + kvh) * kRowBytes + piece * 16;
       CpAsync16(kd + j * kRowBytes + piece * 16, k + off, ok);
       CpAsync16(vd + j * kRowBytes + piece * 16, v + off, ok);
     }
