@@ -281,37 +281,35 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
   Policy().max_splits.store(policy.max_splits);
 }
 
+// An environment switch that is on unless set to "0" (read once by each caller's static).
+static bool EnvNotZero(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::strcmp(e, "0") != 0;
+}
+
 // HERD_CUDA_ROPE_IN_ATTN=0: PagedAttention runs a RoPE it is handed as its own kernel (A/B runs).
 static bool RopeFusionEnabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("HERD_CUDA_ROPE_IN_ATTN");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool on = EnvNotZero("HERD_CUDA_ROPE_IN_ATTN");
   return on;
 }
 
 static std::atomic<bool>& DecodeTcFlag() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("HERD_CUDA_ATTN_TC_DECODE");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }()};
+  static std::atomic<bool> on{EnvNotZero("HERD_CUDA_ATTN_TC_DECODE")};
   return on;
 }
 
 void SetDecodeOnTensorCores(bool on) { DecodeTcFlag().store(on); }
 
 static std::atomic<bool>& DecodeMmaFlag() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("HERD_CUDA_ATTN_MMA");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }()};
+  static std::atomic<bool> on{EnvNotZero("HERD_CUDA_ATTN_MMA")};
   return on;
 }
 
 void SetDecodeMma(bool on) { DecodeMmaFlag().store(on); }
 
-bool DecodeUsesMma(DType type, int head_dim) {
-  return type == DType::kF16 && (head_dim == 64 || head_dim == 128) && DecodeMmaFlag().load(std::memory_order_relaxed);
+bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens) {
+  return type == DType::kF16 && (head_dim == 64 || head_dim == 128) && n_tokens >= attn::kMmaMinTokens &&
+         DecodeMmaFlag().load(std::memory_order_relaxed);
 }
 
 namespace attn {

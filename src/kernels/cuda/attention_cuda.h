@@ -141,9 +141,9 @@ void SetDecodeOnTensorCores(bool on);
 // tensor cores (attention_simt_mma.cuh: q and the softmax weights rounded to f16) while this is on (process-wide;
 // initially HERD_CUDA_ATTN_MMA != "0"); otherwise in fp32 SIMT.
 void SetDecodeMma(bool on);
-// Whether decode tokens of this cache type and head_dim that the tensor-core decode kernel does
-// not take run on the SIMT kernel's tensor-core variant (SetDecodeMma).
-bool DecodeUsesMma(DType type, int head_dim);
+// Whether decode tokens of this cache type and head_dim, in a batch of n_tokens, run on that
+// variant when the tensor-core decode kernel above does not take them (SetDecodeMma).
+bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens);
 bool DecodeOnTensorCores(DType type, int head_dim, int group);
 
 }  // namespace herd::cuda

@@ -186,7 +186,7 @@ class CudaAttentionTest : public CudaBackendTest {
     // weights to f16 (2^-11): a looser bound there.
     const bool tc = cfg.type == DType::kF16 && (cfg.head_dim == 64 || cfg.head_dim == 128) && cfg.group <= 64;
     const bool tc_decode =
-        DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group) || DecodeUsesMma(cfg.type, cfg.head_dim);
+        DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group) || DecodeUsesMma(cfg.type, cfg.head_dim, n_tok);
     double worst = 0, worst_tc = 0;
     int64_t worst_row = -1;
     for (int64_t r = 0; r < n_tok * n_heads; ++r) {

@@ -161,8 +161,11 @@ void LaunchQ8_0(const Params& p, int rows_small, bool prefill, unsigned grid, cu
 // other than 64 / 128, group > 64): then the SIMT prefill kernel must run.
 bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
 // Whether the split-K decode kernel of F16 caches with head_dim 64 / 128 runs its tile products on
-// tensor cores (attention_simt_mma.cuh): HERD_CUDA_ATTN_MMA, default on.
+// tensor cores (attention_simt_mma.cuh): HERD_CUDA_ATTN_MMA, default on; only in batches of at
+// least kMmaMinTokens tokens (one sequence: 8B Q4_K_M tg128 -1.7% with it,
+// bench/results/cuda-session9-2026-11-26.md).
 bool DecodeMmaEnabled();
+constexpr int kMmaMinTokens = 8;
 // Whether the tensor-core decode kernel (attention_decode_tc.cu) takes the shape: head_dim 64,
 // GQA group <= 16.
 bool DecodeTcApplies(int head_dim, int group);

@@ -25,9 +25,6 @@ namespace herd::cuda::attn {
 #define HERD_ATTN_MMA_STAGES 3  // compile-time override for variant builds (bench/cuda/build_variants.sh)
 #endif
 constexpr int kMmaStages = HERD_ATTN_MMA_STAGES;  // K/V tiles in shared memory
-// Batches of fewer decode tokens keep the fp32 SIMT math (one sequence: 8B Q4_K_M tg128 -1.7%
-// with the tensor-core variant; bench/results/cuda-session9-2026-11-26.md).
-constexpr int kMmaMinTokens = 8;
 constexpr int kPPitch = 40;  // halves per row of P in shared memory (32 positions + 8: no bank conflicts)
 
 // Shared memory of the mma variant: raw K and V (both RowPitch), then floats: Q [rm][hd], scores

@@ -13,6 +13,6 @@ set_target_properties(herd_cuda_attention_bench PROPERTIES RUNTIME_OUTPUT_DIRECT
 # How fast a paged F16 KV cache streams with the decode kernel's access pattern, per layout.
 #   build/bin/herd_cuda_kv_stream_bench [--seqs 128] [--ctx 576]
 add_executable(herd_cuda_kv_stream_bench ${CMAKE_CURRENT_LIST_DIR}/kv_stream_bench.cu)
-target_link_libraries(herd_cuda_kv_stream_bench PRIVATE CUDA::cudart_static)
+target_link_libraries(herd_cuda_kv_stream_bench PRIVATE herd_kernels_cuda)
 target_compile_options(herd_cuda_kv_stream_bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};-lineinfo>)
 set_target_properties(herd_cuda_kv_stream_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

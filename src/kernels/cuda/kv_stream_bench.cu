@@ -19,6 +19,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/cuda_check.h"
+
 namespace {
 
 constexpr int kThreads = 128;
@@ -27,15 +29,6 @@ constexpr int kHeadDim = 128;  // F16: 256-byte rows
 constexpr int kBlock = 16;     // positions per cache block
 constexpr int kRowBytes = kHeadDim * 2;
 constexpr int kStageBytes = 2 * kTile * kRowBytes;  // K and V of one tile: 16 KB
-
-#define CHECK_CUDA(x)                                                                 \
-  do {                                                                                \
-    cudaError_t e = (x);                                                              \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
 
 __device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid) {
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
@@ -135,20 +128,20 @@ float Time(Kernel kernel, const char* name, int min_smem, const uint8_t* k, cons
            int max_blocks, int seqs, int ctx, int n_kv, int ctas_per_sm, unsigned* sink) {
   // Shared memory per CTA so that at most ctas_per_sm fit on an SM (228 KB, 1 KB reserved per CTA).
   const int smem = std::max(min_smem, 228 * 1024 / ctas_per_sm - 1024 - 16);
-  CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
+  HERD_CUDA_CHECK(cudaEventCreate(&a));
+  HERD_CUDA_CHECK(cudaEventCreate(&b));
   const int reps = 20;
   for (int r = 0; r < 3; ++r) kernel<<<seqs * n_kv, kThreads, smem>>>(k, v, tables, max_blocks, ctx, n_kv, sink);
-  CHECK_CUDA(cudaEventRecord(a));
+  HERD_CUDA_CHECK(cudaEventRecord(a));
   for (int r = 0; r < reps; ++r) kernel<<<seqs * n_kv, kThreads, smem>>>(k, v, tables, max_blocks, ctx, n_kv, sink);
-  CHECK_CUDA(cudaEventRecord(b));
-  CHECK_CUDA(cudaEventSynchronize(b));
+  HERD_CUDA_CHECK(cudaEventRecord(b));
+  HERD_CUDA_CHECK(cudaEventSynchronize(b));
   float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+  HERD_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
   int per_sm = 0;
-  CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  HERD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
   std::printf("%s  CTAs/SM %d: %7.1f us  %6.0f GB/s\n", name, per_sm, 1000.f * ms / reps,
               2.0 * seqs * ctx * n_kv * kRowBytes / (1e6 * ms / reps));
   return ms / reps;
@@ -187,18 +180,18 @@ int main(int argc, char** argv) {
   uint8_t *k = nullptr, *v = nullptr;
   unsigned* sink = nullptr;
   int32_t* tables = nullptr;
-  CHECK_CUDA(cudaMalloc(&k, bytes));
-  CHECK_CUDA(cudaMalloc(&v, bytes));
-  CHECK_CUDA(cudaMemset(k, 1, bytes));
-  CHECK_CUDA(cudaMemset(v, 1, bytes));
-  CHECK_CUDA(cudaMalloc(&sink, 4));
-  CHECK_CUDA(cudaMalloc(&tables, n_blocks * 4));
+  HERD_CUDA_CHECK(cudaMalloc(&k, bytes));
+  HERD_CUDA_CHECK(cudaMalloc(&v, bytes));
+  HERD_CUDA_CHECK(cudaMemset(k, 1, bytes));
+  HERD_CUDA_CHECK(cudaMemset(v, 1, bytes));
+  HERD_CUDA_CHECK(cudaMalloc(&sink, 4));
+  HERD_CUDA_CHECK(cudaMalloc(&tables, n_blocks * 4));
   std::printf("%d seqs x %d positions, 8 kv heads x 128 dims F16: K + V %.1f MB\n", seqs, ctx, 2.0 * bytes / 1e6);
   for (int shuffled = 0; shuffled < 2; ++shuffled) {
     std::vector<int32_t> t(n_blocks);
     std::iota(t.begin(), t.end(), 0);
     if (shuffled) std::shuffle(t.begin(), t.end(), std::mt19937(7));
-    CHECK_CUDA(cudaMemcpy(tables, t.data(), n_blocks * 4, cudaMemcpyHostToDevice));
+    HERD_CUDA_CHECK(cudaMemcpy(tables, t.data(), n_blocks * 4, cudaMemcpyHostToDevice));
     std::printf("block tables %s\n", shuffled ? "shuffled" : "in order");
     Run<false, 3>(k, v, tables, max_blocks, seqs, ctx, n_kv, 4, sink);
     Run<true, 3>(k, v, tables, max_blocks, seqs, ctx, n_kv, 4, sink);
