@@ -61,13 +61,13 @@ case "${1:-}" in
     done ;;
   engine-bins)
     m=$(model "$2" "$3")
-    conc=$4 rounds=$5
+    name="$2-$3" conc=$4 rounds=$5
     shift 5
     for _ in $(seq "$rounds"); do
       for b in "$@"; do
         r=$("$b" bench-engine -m "$m" --device cuda --requests "$(( conc * 2 ))" --concurrency "$conc" \
           --prompt-len 512 --gen-len 128 --batch-tokens 8192 --json 2>&1 | tail -1)
-        echo "{\"model\": \"$2-$3\", \"concurrency\": $conc, \"binary\": \"$b\", \"result\": $r}" | tee -a "$OUT/engine_bins.jsonl"
+        echo "{\"model\": \"$name\", \"concurrency\": $conc, \"binary\": \"$b\", \"result\": $r}" | tee -a "$OUT/engine_bins.jsonl"
       done
     done ;;
   *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
