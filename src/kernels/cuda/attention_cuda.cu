@@ -312,6 +312,16 @@ bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens) {
          DecodeMmaFlag().load(std::memory_order_relaxed);
 }
 
+// Params::copy_before_wait for a launch on `stream`: only while it is being captured into a
+// CUDA graph (HERD_CUDA_ATTN_EARLY_COPY=0: never, for A/B runs).
+static bool CopyBeforeWait(cudaStream_t stream) {
+  static const bool on = EnvNotZero("HERD_CUDA_ATTN_EARLY_COPY");
+  if (!on) return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  HERD_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  return capture == cudaStreamCaptureStatusActive;
+}
+
 namespace attn {
 bool DecodeMmaEnabled() { return DecodeMmaFlag().load(std::memory_order_relaxed); }
 }  // namespace attn
@@ -416,6 +426,7 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
                   15) == 0);
       p.kc = static_cast<uint8_t*>(c.k);
       p.vc = static_cast<uint8_t*>(c.v);
+      p.copy_before_wait = CopyBeforeWait(stream) ? 1 : 0;
     } else {
       HERD_CHECK_MSG(rope->q_stride == 0 && rope->k_stride == 0 && rope->v_stride == 0,
                      "strided q / k / v need the RoPE inside the attention kernel");

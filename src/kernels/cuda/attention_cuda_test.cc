@@ -244,6 +244,41 @@ class CudaAttentionTest : public CudaBackendTest {
     EXPECT_TRUE(BytesEqual(Download(static_cast<const uint8_t*>(a.v), bytes),
                            Download(static_cast<const uint8_t*>(b.v), bytes)));
   }
+  // RopeStoreKv + PagedAttention (fused where RopeFusesIntoAttention) captured in a CUDA graph
+  // on a stream of its own, launched, and waited for; the graph's attention scratch grows in an
+  // eager run on a copy of everything first.
+  void ExpectGraphRunMatches(const KvLayerView& cache, const AttentionBatch& batch, float* q, float* k, const float* v,
+                             const int32_t* pos, const float* inv_freq, int32_t n_rot, int32_t n_heads, float scale,
+                             float* out) {
+    int dev = 0, sms = 0;
+    HERD_CUDA_CHECK(cudaGetDevice(&dev));
+    HERD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const size_t cache_bytes = CacheBytes(cache.type, cache.n_blocks, cache.head_dim);
+    const size_t nq = static_cast<size_t>(batch.n_tokens) * n_heads * cache.head_dim;
+    const size_t nk = static_cast<size_t>(batch.n_tokens) * cache.n_kv_heads * cache.head_dim;
+    KvLayerView warm = cache;
+    warm.k = Upload(Download(static_cast<const uint8_t*>(cache.k), cache_bytes));
+    warm.v = Upload(Download(static_cast<const uint8_t*>(cache.v), cache_bytes));
+    float *wq = Upload(Download(q, nq)), *wk = Upload(Download(k, nk)), *wout = Poisoned<float>(nq);
+    cudaStream_t stream;
+    HERD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    AttentionScratch scratch;
+    const RopeStoreArgs warm_rope{wq, wk, v, pos, inv_freq, n_rot};
+    PagedAttention(warm, batch, wq, n_heads, scale, wout, sms, &scratch, stream, &warm_rope);
+    const RopeStoreArgs rope{q, k, v, pos, inv_freq, n_rot};
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    HERD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    PagedAttention(cache, batch, q, n_heads, scale, out, sms, &scratch, stream, &rope);
+    HERD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    HERD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HERD_CUDA_CHECK(cudaGraphDestroy(graph));
+    HERD_CUDA_CHECK(cudaStreamDestroy(stream));
+    EXPECT_EQ(Download(wout, nq), Download(out, nq)) << "eager and graph runs";
+  }
   // RoPE inverse frequencies for n_rot rotated dims (llama-3 base), on the device.
   const float* InverseFrequencies(int32_t n_rot) {
     std::vector<float> inv(static_cast<size_t>(n_rot / 2));
@@ -384,7 +419,8 @@ TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
 // caches bit-identical; q left unrotated exactly where the fusion ran. Contexts of one split and
 // of several (the last split stores), partial rotation, one and three tokens, group 4 and 16;
 // and with one split per context, where the tile holding the new position is issued after the
-// first tiles' scores (the 200-position context: 7 tiles).
+// first tiles' scores (the 200-position context: 7 tiles); and the fused form once more inside a
+// CUDA graph, where the decode kernel copies earlier positions before its wait.
 TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
   for (const int max_splits : {8, 1}) {
     SetAttentionSplitPolicy(AttentionSplitPolicy{12, 1, max_splits});  // 8: several splits from 2 tiles on
@@ -432,6 +468,14 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
             EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
             const bool fused = type != DType::kQ8_0 && !DecodeOnTensorCores(type, hd, group);
             EXPECT_EQ(Download(qb, n_out) == q, fused);  // the fused kernel rotates q as it loads it
+            // The same in a CUDA graph, where the fused kernel copies the earlier positions' K/V
+            // before waiting for the kernel before it (Params::copy_before_wait).
+            auto [c, unused] = TwinCaches(type, 40, hd, init);
+            float *qc = Upload(q), *kc = Upload(k);
+            float* out_c = Upload(std::vector<float>(n_out, -3.f));
+            ExpectGraphRunMatches(c, batch, qc, kc, dv, dpos, dinv, n_rot, n_heads, scale, out_c);
+            EXPECT_EQ(Download(out_c, n_out), got);
+            ExpectSameCaches(a, c);
           }
         }
       }

@@ -77,6 +77,13 @@ struct Params {
   int64_t new_v_stride;
   uint8_t* kc;
   uint8_t* vc;
+  // With the fused RoPE + K/V store, a batch of decode tokens only, in a CUDA graph: the decode
+  // kernel copies its first tiles' K/V (rows of earlier positions) before griddepcontrol.wait,
+  // so their memory latency overlaps the kernels before it. Within a graph only this kernel
+  // writes the cache rows of these layers' tokens during the step (their new rows, taken from
+  // new_k / new_v after the wait), and the graph of the previous step has completed (stream
+  // order); outside graphs an earlier kernel of the stream could in principle still be writing.
+  int32_t copy_before_wait;
 };
 
 // Shared-memory row pitch (bytes) of one raw K vector of `vec_bytes`: F16/F32 rows padded

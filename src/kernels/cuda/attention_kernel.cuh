@@ -97,7 +97,8 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     }
   };
   // Queues the copies of tile `tile` (offsets from `offsets`) into stage `st`. HD > 0 only.
-  auto copies = [&](const int64_t* off, int tile, int st) {
+  // part: 0 every chunk, 1 all but the new row's (stores), 2 only the new row's (NewKvChunk).
+  auto copies = [&](const int64_t* off, int tile, int st, int part = 0) {
     uint8_t* kd = smem + st * stage_bytes;
     uint8_t* vd = kd + kTile * pitch;
 #pragma unroll
@@ -105,9 +106,11 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
       const int idx = tid + it * kThreads, j = idx / kC, c = idx - j * kC;
       if (idx < kTile * kC) {
         if (stores && tile * kTile + j == pos0) {
-          NewKvChunk<T, HD>(p, t, kvh, c, cs, kd + j * pitch + c * copy, vd + j * vpitch + c * copy, off[it]);
+          if (part != 1)
+            NewKvChunk<T, HD>(p, t, kvh, c, cs, kd + j * pitch + c * copy, vd + j * vpitch + c * copy, off[it]);
           continue;
         }
+        if (part == 2) continue;
         CopyAsync(kd + j * pitch + c * copy, p.k + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
         CopyAsync(vd + j * vpitch + c * copy, p.v + (off[it] < 0 ? 0 : off[it]), copy, off[it] >= 0);
       }
@@ -132,18 +135,36 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     }
   };
   // The first tiles: slot offsets from the block table before waiting for the previous kernel
-  // (it may still write this step's K/V and q), copies after.
+  // (it may still write this step's K/V and q), copies after — except with
+  // Params::copy_before_wait (one decode token per item, fused RoPE + K/V store): then every
+  // copied row is of an earlier position, written by an earlier step, and only the new row
+  // (NewKvChunk, from new_k / new_v) waits.
   if constexpr (HD > 0) {
     int64_t off[kSt - 1][kIters];
 #pragma unroll
     for (int st = 0; st < kSt - 1; ++st) {
       if (tile_begin + st < tile_end) offsets(tile_begin + st, off[st]);
     }
-    PdlWait();
+    if (p.copy_before_wait && rope && len == 1) {
 #pragma unroll
-    for (int st = 0; st < kSt - 1; ++st) {
-      if (tile_begin + st < tile_end) copies(off[st], tile_begin + st, st);
-      CommitGroup();
+      for (int st = 0; st < kSt - 1; ++st) {
+        if (tile_begin + st < tile_end) copies(off[st], tile_begin + st, st, 1);
+        CommitGroup();
+      }
+      PdlWait();
+      if (stores) {
+#pragma unroll
+        for (int st = 0; st < kSt - 1; ++st) {
+          if (tile_begin + st < tile_end) copies(off[st], tile_begin + st, st, 2);
+        }
+      }
+    } else {
+      PdlWait();
+#pragma unroll
+      for (int st = 0; st < kSt - 1; ++st) {
+        if (tile_begin + st < tile_end) copies(off[st], tile_begin + st, st);
+        CommitGroup();
+      }
     }
   } else {
     PdlWait();
