@@ -312,6 +312,17 @@ bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens) {
          DecodeMmaFlag().load(std::memory_order_relaxed);
 }
 
+// How many times fewer split CTAs the tensor-core variant of the split decode kernel wants than
+// the SIMT one: HERD_CUDA_ATTN_MMA_SPLIT_DIV (1..8, A/B runs), default 2.
+static int MmaSplitDivisor() {
+  static const int v = [] {
+    const char* e = std::getenv("HERD_CUDA_ATTN_MMA_SPLIT_DIV");
+    const int n = e == nullptr ? 2 : std::atoi(e);
+    return n >= 1 && n <= 8 ? n : 2;
+  }();
+  return v;
+}
+
 // Params::copy_before_wait for a launch on `stream`: only while it is being captured into a
 // CUDA graph (HERD_CUDA_ATTN_EARLY_COPY=0: never, for A/B runs).
 static bool CopyBeforeWait(cudaStream_t stream) {
@@ -381,10 +392,15 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   // The tensor-core decode kernel's 4 warps stream chunks of their own: a CTA there does what 4 SIMT
   // CTAs do, so it wants a quarter as many (1B shape on H100: 10-25% faster than the SIMT target
   // from 1 to 128 sequences, bench/results/cuda-pipeline-2026-11-25.md).
+  // The split kernel's tensor-core variant (decode batches of 8+ tokens) finishes a tile sooner
+  // than the SIMT math: it wants half as many (8B F16 shape on H100, 8-64 sequences of 512-4096
+  // positions: 2-16% faster attention; bench/results/cuda-session10-2026-11-26.md).
   const bool decode_tc = DecodeOnTensorCores(c.type, c.head_dim, p.group);
+  const bool runs_here = b.n_tokens > 1 && b.may_have_runs;
+  const int mma_div = !decode_tc && !runs_here && DecodeUsesMma(c.type, c.head_dim, b.n_tokens) ? MmaSplitDivisor() : 1;
   const int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(std::max(num_sms, 1)) *
                                                 Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim /
-                                                (decode_tc ? 4 : 1));
+                                                (decode_tc ? 4 : mma_div));
   const int64_t want = (ctas + units - 1) / units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
