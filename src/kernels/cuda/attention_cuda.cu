@@ -397,10 +397,17 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   // positions: 2-16% faster attention; bench/results/cuda-session10-2026-11-26.md).
   const bool decode_tc = DecodeOnTensorCores(c.type, c.head_dim, p.group);
   const bool runs_here = b.n_tokens > 1 && b.may_have_runs;
-  const int mma_div = !decode_tc && !runs_here && DecodeUsesMma(c.type, c.head_dim, b.n_tokens) ? MmaSplitDivisor() : 1;
-  const int64_t ctas = std::max<int64_t>(1, static_cast<int64_t>(std::max(num_sms, 1)) *
-                                                Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim /
-                                                (decode_tc ? 4 : mma_div));
+  const bool mma = !decode_tc && !runs_here && DecodeUsesMma(c.type, c.head_dim, b.n_tokens);
+  // Decode batches of 2-7 tokens on the SIMT F16 kernel: two thirds of the target, one wave of
+  // its 4 resident CTAs per SM at head_dim 128 instead of 1.5 (4 x 2048 positions: 32.3 ->
+  // 23.0 us, the other 1-4 token cases unchanged; bench/results/cuda-session10-2026-11-26.md).
+  const bool simt_small = !decode_tc && !runs_here && !mma && c.type == DType::kF16 && b.n_tokens >= 2;
+  const int64_t target = static_cast<int64_t>(std::max(num_sms, 1)) *
+                         Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim;
+  const int64_t ctas = std::max<int64_t>(1, decode_tc    ? target / 4
+                                            : mma        ? target / MmaSplitDivisor()
+                                            : simt_small ? target * 2 / 3
+                                                         : target);
   const int64_t want = (ctas + units - 1) / units;
   const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
