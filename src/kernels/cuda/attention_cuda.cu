@@ -335,6 +335,35 @@ static bool CopyBeforeWait(cudaStream_t stream) {
 
 namespace attn {
 bool DecodeMmaEnabled() { return DecodeMmaFlag().load(std::memory_order_relaxed); }
+
+int32_t SplitsPerItem(const SplitInputs& in) {
+  // About ctas_per_sm * 64 / head_dim CTAs per SM (several waves of the ~4 resident for many
+  // sequences, so the last wave's tail is short; for a few sequences up to max_splits splits of
+  // at least min_tiles tiles, so each CTA's latency chain is short), scaled per path:
+  //  - the tensor-core decode kernel (head_dim 64): its 4 warps stream chunks of their own, a CTA
+  //    does what 4 SIMT CTAs do: a quarter (1B shape on H100: 10-25% faster from 1 to 128
+  //    sequences, bench/results/cuda-pipeline-2026-11-25.md);
+  //  - the split kernel's tensor-core variant (decode batches of 8+ tokens) finishes a tile
+  //    sooner: 1 / mma_divisor (8B F16 shape, 8-64 sequences of 512-4096 positions: 2-16%
+  //    faster at 2; bench/results/cuda-session10-2026-11-26.md);
+  //  - F16 decode batches of 2-7 tokens on the SIMT kernel: two thirds, one wave of its 4
+  //    resident CTAs per SM at head_dim 128 instead of 1.5 (4 x 2048 positions: 32.3 -> 23.0 us,
+  //    the other 1-4 token cases unchanged; same file).
+  // Never more than the cache could need.
+  const int64_t target = static_cast<int64_t>(std::max(in.num_sms, 1)) * in.ctas_per_sm * 64 / in.head_dim;
+  int64_t ctas = target;
+  switch (in.path) {
+    case SplitPath::kDecodeTc: ctas = target / 4; break;
+    case SplitPath::kMma: ctas = target / std::max(in.mma_divisor, 1); break;
+    case SplitPath::kSimtSmallBatch: ctas = target * 2 / 3; break;
+    case SplitPath::kDefault: break;
+  }
+  ctas = std::max<int64_t>(1, ctas);
+  const int64_t units = std::max<int64_t>(1, in.units);
+  const int64_t want = (ctas + units - 1) / units;
+  const int64_t cap = std::max<int64_t>(1, (in.cache_tiles + in.min_tiles - 1) / in.min_tiles);
+  return static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(in.max_splits, cap)));
+}
 }  // namespace attn
 
 bool DecodeOnTensorCores(DType type, int head_dim, int group) {
@@ -382,36 +411,28 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   p.q_stride = static_cast<int64_t>(n_heads) * c.head_dim;
   p.out = out;
 
-  // Splits: about ctas_per_sm * 64 / head_dim CTAs per SM when every token is a decode item (several waves of
-  // the ~4 resident for many sequences, so the last wave's tail is short; for a few sequences up
-  // to max_splits splits of at least min_tiles tiles, so each CTA's latency chain is short);
-  // never more than the cache could need.
+  // Splits per item (attn::SplitsPerItem, the rules and their measurements there).
   const int min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
-  const int max_splits = Policy().max_splits.load(std::memory_order_relaxed);
-  const int64_t units = b.n_tokens * c.n_kv_heads * p.head_chunks;
-  // The tensor-core decode kernel's 4 warps stream chunks of their own: a CTA there does what 4 SIMT
-  // CTAs do, so it wants a quarter as many (1B shape on H100: 10-25% faster than the SIMT target
-  // from 1 to 128 sequences, bench/results/cuda-pipeline-2026-11-25.md).
-  // The split kernel's tensor-core variant (decode batches of 8+ tokens) finishes a tile sooner
-  // than the SIMT math: it wants half as many (8B F16 shape on H100, 8-64 sequences of 512-4096
-  // positions: 2-16% faster attention; bench/results/cuda-session10-2026-11-26.md).
+  attn::SplitInputs si;
+  si.num_sms = num_sms;
+  si.ctas_per_sm = Policy().ctas_per_sm.load(std::memory_order_relaxed);
+  si.min_tiles = min_tiles;
+  si.max_splits = Policy().max_splits.load(std::memory_order_relaxed);
+  si.head_dim = c.head_dim;
+  si.units = b.n_tokens * c.n_kv_heads * p.head_chunks;
+  si.cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
   const bool decode_tc = DecodeOnTensorCores(c.type, c.head_dim, p.group);
-  const bool runs_here = b.n_tokens > 1 && b.may_have_runs;
-  const bool mma = !decode_tc && !runs_here && DecodeUsesMma(c.type, c.head_dim, b.n_tokens);
-  // Decode batches of 2-7 tokens on the SIMT F16 kernel: two thirds of the target, one wave of
-  // its 4 resident CTAs per SM at head_dim 128 instead of 1.5 (4 x 2048 positions: 32.3 ->
-  // 23.0 us, the other 1-4 token cases unchanged; bench/results/cuda-session10-2026-11-26.md).
-  const bool simt_small = !decode_tc && !runs_here && !mma && c.type == DType::kF16 && b.n_tokens >= 2;
-  const int64_t target = static_cast<int64_t>(std::max(num_sms, 1)) *
-                         Policy().ctas_per_sm.load(std::memory_order_relaxed) * 64 / c.head_dim;
-  const int64_t ctas = std::max<int64_t>(1, decode_tc    ? target / 4
-                                            : mma        ? target / MmaSplitDivisor()
-                                            : simt_small ? target * 2 / 3
-                                                         : target);
-  const int64_t want = (ctas + units - 1) / units;
-  const int64_t cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
-  const int64_t cap = std::max<int64_t>(1, (cache_tiles + min_tiles - 1) / min_tiles);
-  p.s_max = static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(max_splits, cap)));
+  const bool decode_only = b.n_tokens == 1 || !b.may_have_runs;
+  if (decode_tc) {
+    si.path = attn::SplitPath::kDecodeTc;
+  } else if (decode_only && DecodeUsesMma(c.type, c.head_dim, b.n_tokens)) {
+    si.path = attn::SplitPath::kMma;
+    si.mma_divisor = MmaSplitDivisor();
+  } else if (decode_only && c.type == DType::kF16 && b.n_tokens >= 2) {
+    si.path = attn::SplitPath::kSimtSmallBatch;
+  }
+  p.s_max = attn::SplitsPerItem(si);
+  const int64_t units = si.units;
   p.min_tiles = min_tiles;
   if (p.s_max > 1) {
     const size_t rows = static_cast<size_t>(b.n_tokens) * n_heads * p.s_max;

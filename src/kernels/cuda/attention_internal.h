@@ -173,12 +173,31 @@ bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
 // bench/results/cuda-session9-2026-11-26.md).
 bool DecodeMmaEnabled();
 constexpr int kMmaMinTokens = 8;
+
+// The split count per work item (Params::s_max) of a launch (host side, attention_cuda.cu).
+enum class SplitPath {
+  kDefault,         // SIMT split kernel: one decode token, prefill runs, F32 / Q8_0 caches
+  kSimtSmallBatch,  // F16 decode batch of 2-7 tokens on the SIMT split kernel
+  kMma,             // decode batch on the split kernel's tensor-core variant
+  kDecodeTc,        // the head_dim 64 tensor-core decode kernel
+};
+struct SplitInputs {
+  int num_sms = 1;
+  int ctas_per_sm = 12, min_tiles = 1, max_splits = kMaxSplits;  // AttentionSplitPolicy
+  int head_dim = 128;
+  int64_t units = 1;        // work items: tokens x kv heads x head chunks
+  int64_t cache_tiles = 1;  // kTile-position tiles the cache holds
+  SplitPath path = SplitPath::kDefault;
+  int mma_divisor = 2;  // kMma: HERD_CUDA_ATTN_MMA_SPLIT_DIV
+};
+int32_t SplitsPerItem(const SplitInputs& in);
 // Whether the tensor-core decode kernel (attention_decode_tc.cu) takes the shape: head_dim 64,
 // GQA group <= 16.
 bool DecodeTcApplies(int head_dim, int group);
 // That kernel for the decode tokens of the batch, over the SIMT kernels' grid (head_chunks == 1).
 void LaunchDecodeTcF16(const Params& p, unsigned grid, cudaStream_t stream);
 
+#ifdef __CUDACC__
 // Normalised weights w[0..ns) of the ns split partials of output row th (token * n_heads + head):
 // w_s = l_s * 2^(m_s - max m) / sum. One warp (all 32 lanes call it), each lane two splits. A
 // split that saw no visible position (l = 0) weighs 0.
@@ -197,6 +216,7 @@ __device__ __forceinline__ void SplitWeights(const float2* part_ml, int64_t th, 
   if (lane < ns) w[lane] = wa / den;
   if (lane + 32 < ns) w[lane + 32] = wb / den;
 }
+#endif  // __CUDACC__
 
 // The split merge fused with the quantization of the attention output for the O projection's
 // quantized GEMV (attention_merge_quant.cu): one CTA per (token, kv head) merges the group's

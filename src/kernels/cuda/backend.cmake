@@ -3,6 +3,8 @@
 #   build/bin/herd_cuda_attention_bench [--kv f16,q8_0,f32] [--quick]
 herd_cuda_test(herd_cuda_backend_test SOURCES cuda_backend_test.cc)
 herd_cuda_test(herd_cuda_attention_test SOURCES attention_cuda_test.cc)
+# The split count per item (attn::SplitsPerItem), on the host.
+herd_cuda_test(herd_cuda_attention_split_test SOURCES attention_split_test.cc)
 
 add_executable(herd_cuda_attention_bench ${CMAKE_CURRENT_LIST_DIR}/attention_cuda_bench.cu)
 target_link_libraries(herd_cuda_attention_bench PRIVATE herd_kernels_cuda)
