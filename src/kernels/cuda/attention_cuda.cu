@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -160,28 +159,6 @@ __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2
   }
 }
 
-// The split policy (AttentionSplitPolicy), initially from
-// HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES[:MAX_SPLITS] when set (A/B runs of whole models).
-struct PolicyState {
-  std::atomic<int> ctas_per_sm, min_tiles, max_splits;
-  PolicyState() {
-    AttentionSplitPolicy d;
-    const char* e = std::getenv("HERD_CUDA_ATTN");
-    int c = d.ctas_per_sm, m = d.min_tiles, x = d.max_splits;
-    if (e != nullptr && std::sscanf(e, "%d:%d:%d", &c, &m, &x) >= 2 && c >= 1 && m >= 1 && x >= 1 &&
-        x <= attn::kMaxSplits) {
-      d = AttentionSplitPolicy{c, m, x};
-    }
-    ctas_per_sm = d.ctas_per_sm;
-    min_tiles = d.min_tiles;
-    max_splits = d.max_splits;
-  }
-};
-PolicyState& Policy() {
-  static PolicyState state;
-  return state;
-}
-
 void CheckCache(const KvLayerView& c) {
   HERD_CHECK_MSG(c.type == DType::kF16 || c.type == DType::kF32 || c.type == DType::kQ8_0,
                  "CUDA KV cache type %s not supported", std::string(DTypeName(c.type)).c_str());
@@ -273,14 +250,6 @@ void RopeStoreKv(const KvLayerView& c, const AttentionBatch& b, float* q, int32_
   }
 }
 
-void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
-  HERD_CHECK(policy.ctas_per_sm >= 1 && policy.min_tiles >= 1 && policy.max_splits >= 1 &&
-             policy.max_splits <= attn::kMaxSplits);
-  Policy().ctas_per_sm.store(policy.ctas_per_sm);
-  Policy().min_tiles.store(policy.min_tiles);
-  Policy().max_splits.store(policy.max_splits);
-}
-
 // An environment switch that is on unless set to "0" (read once by each caller's static).
 static bool EnvNotZero(const char* name) {
   const char* e = std::getenv(name);
@@ -312,17 +281,6 @@ bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens) {
          DecodeMmaFlag().load(std::memory_order_relaxed);
 }
 
-// How many times fewer split CTAs the tensor-core variant of the split decode kernel wants than
-// the SIMT one: HERD_CUDA_ATTN_MMA_SPLIT_DIV (1..8, A/B runs), default 2.
-static int MmaSplitDivisor() {
-  static const int v = [] {
-    const char* e = std::getenv("HERD_CUDA_ATTN_MMA_SPLIT_DIV");
-    const int n = e == nullptr ? 2 : std::atoi(e);
-    return n >= 1 && n <= 8 ? n : 2;
-  }();
-  return v;
-}
-
 // Params::copy_before_wait for a launch on `stream`: only while it is being captured into a
 // CUDA graph (HERD_CUDA_ATTN_EARLY_COPY=0: never, for A/B runs).
 static bool CopyBeforeWait(cudaStream_t stream) {
@@ -335,35 +293,6 @@ static bool CopyBeforeWait(cudaStream_t stream) {
 
 namespace attn {
 bool DecodeMmaEnabled() { return DecodeMmaFlag().load(std::memory_order_relaxed); }
-
-int32_t SplitsPerItem(const SplitInputs& in) {
-  // About ctas_per_sm * 64 / head_dim CTAs per SM (several waves of the ~4 resident for many
-  // sequences, so the last wave's tail is short; for a few sequences up to max_splits splits of
-  // at least min_tiles tiles, so each CTA's latency chain is short), scaled per path:
-  //  - the tensor-core decode kernel (head_dim 64): its 4 warps stream chunks of their own, a CTA
-  //    does what 4 SIMT CTAs do: a quarter (1B shape on H100: 10-25% faster from 1 to 128
-  //    sequences, bench/results/cuda-pipeline-2026-11-25.md);
-  //  - the split kernel's tensor-core variant (decode batches of 8+ tokens) finishes a tile
-  //    sooner: 1 / mma_divisor (8B F16 shape, 8-64 sequences of 512-4096 positions: 2-16%
-  //    faster at 2; bench/results/cuda-session10-2026-11-26.md);
-  //  - F16 decode batches of 2-7 tokens on the SIMT kernel: two thirds, one wave of its 4
-  //    resident CTAs per SM at head_dim 128 instead of 1.5 (4 x 2048 positions: 32.3 -> 23.0 us,
-  //    the other 1-4 token cases unchanged; same file).
-  // Never more than the cache could need.
-  const int64_t target = static_cast<int64_t>(std::max(in.num_sms, 1)) * in.ctas_per_sm * 64 / in.head_dim;
-  int64_t ctas = target;
-  switch (in.path) {
-    case SplitPath::kDecodeTc: ctas = target / 4; break;
-    case SplitPath::kMma: ctas = target / std::max(in.mma_divisor, 1); break;
-    case SplitPath::kSimtSmallBatch: ctas = target * 2 / 3; break;
-    case SplitPath::kDefault: break;
-  }
-  ctas = std::max<int64_t>(1, ctas);
-  const int64_t units = std::max<int64_t>(1, in.units);
-  const int64_t want = (ctas + units - 1) / units;
-  const int64_t cap = std::max<int64_t>(1, (in.cache_tiles + in.min_tiles - 1) / in.min_tiles);
-  return static_cast<int32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(in.max_splits, cap)));
-}
 }  // namespace attn
 
 bool DecodeOnTensorCores(DType type, int head_dim, int group) {
@@ -412,12 +341,9 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   p.out = out;
 
   // Splits per item (attn::SplitsPerItem, the rules and their measurements there).
-  const int min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
   attn::SplitInputs si;
+  attn::FillSplitPolicy(&si);
   si.num_sms = num_sms;
-  si.ctas_per_sm = Policy().ctas_per_sm.load(std::memory_order_relaxed);
-  si.min_tiles = min_tiles;
-  si.max_splits = Policy().max_splits.load(std::memory_order_relaxed);
   si.head_dim = c.head_dim;
   si.units = b.n_tokens * c.n_kv_heads * p.head_chunks;
   si.cache_tiles = (static_cast<int64_t>(c.n_blocks) * c.block_size + kTile - 1) / kTile;
@@ -427,13 +353,12 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
     si.path = attn::SplitPath::kDecodeTc;
   } else if (decode_only && DecodeUsesMma(c.type, c.head_dim, b.n_tokens)) {
     si.path = attn::SplitPath::kMma;
-    si.mma_divisor = MmaSplitDivisor();
   } else if (decode_only && c.type == DType::kF16 && b.n_tokens >= 2) {
     si.path = attn::SplitPath::kSimtSmallBatch;
   }
   p.s_max = attn::SplitsPerItem(si);
   const int64_t units = si.units;
-  p.min_tiles = min_tiles;
+  p.min_tiles = si.min_tiles;
   if (p.s_max > 1) {
     const size_t rows = static_cast<size_t>(b.n_tokens) * n_heads * p.s_max;
     const size_t o_bytes = rows * c.head_dim * sizeof(float);

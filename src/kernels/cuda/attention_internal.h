@@ -1,5 +1,5 @@
-// Shared between attention_cuda.cu (dispatch, StoreKv, split merge) and the per-KV-type kernel
-// instantiations (attention_{f16,f32,q8}.cu, each compiling attention_kernel.cuh for one type).
+// Shared between attention_cuda.cu (dispatch, StoreKv, split merge), attention_split.cc (split policy) and the
+// per-KV-type kernel instantiations (attention_{f16,f32,q8}.cu, each compiling attention_kernel.cuh for one type).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -174,7 +174,7 @@ bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
 bool DecodeMmaEnabled();
 constexpr int kMmaMinTokens = 8;
 
-// The split count per work item (Params::s_max) of a launch (host side, attention_cuda.cu).
+// The split count per work item (Params::s_max) of a launch (host side, attention_split.cc).
 enum class SplitPath {
   kDefault,         // SIMT split kernel: one decode token, prefill runs, F32 / Q8_0 caches
   kSimtSmallBatch,  // F16 decode batch of 2-7 tokens on the SIMT split kernel
@@ -191,6 +191,9 @@ struct SplitInputs {
   int mma_divisor = 2;  // kMma: HERD_CUDA_ATTN_MMA_SPLIT_DIV
 };
 int32_t SplitsPerItem(const SplitInputs& in);
+// The policy now in force into `in` (ctas_per_sm, min_tiles, max_splits: SetAttentionSplitPolicy
+// or HERD_CUDA_ATTN; mma_divisor: HERD_CUDA_ATTN_MMA_SPLIT_DIV).
+void FillSplitPolicy(SplitInputs* in);
 // Whether the tensor-core decode kernel (attention_decode_tc.cu) takes the shape: head_dim 64,
 // GQA group <= 16.
 bool DecodeTcApplies(int head_dim, int group);
