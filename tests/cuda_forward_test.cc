@@ -322,6 +322,31 @@ TEST(CudaForwardTest, ArgMaxRowsTiesAndNaNs) {
   EXPECT_EQ(want, (std::vector<int32_t>{77, 5000, 4, -1, static_cast<int32_t>(kCols - 1)}));
   gpu->Free(dx);
   gpu->Free(dids);
+  // Column counts the float4 loads do not divide (scalar path) and small rows; ties inside one
+  // float4, across a thread's unrolled loads and across threads; the maximum in the last column.
+  for (const int64_t cols : {int64_t{1001}, int64_t{7}, int64_t{4096}, int64_t{40000}, int64_t{40001}}) {
+    SCOPED_TRACE(cols);
+    constexpr int64_t kR = 4;
+    std::vector<float> y(kR * cols);
+    for (float& v : y) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    y[0 * cols + cols - 1] = 5.0f;
+    y[1 * cols + cols / 2] = y[1 * cols + 1] = y[1 * cols + 2] = 6.0f;  // -> 1
+    y[2 * cols + cols - 1] = y[2 * cols + (cols * 2) / 3] = 7.0f;         // -> (2 cols) / 3
+    for (int64_t i = 0; i < cols; i += 2) y[3 * cols + i] = NAN;
+    float* dy = static_cast<float*>(gpu->Alloc(y.size() * sizeof(float)));
+    auto* dyi = static_cast<int32_t*>(gpu->Alloc(kR * sizeof(int32_t)));
+    gpu->CopyToDevice(dy, y.data(), y.size() * sizeof(float));
+    gpu->ArgMaxRows(dy, kR, cols, dyi);
+    std::vector<int32_t> g(kR), w(kR);
+    gpu->CopyToHost(g.data(), dyi, kR * sizeof(int32_t));
+    cpu->ArgMaxRows(y.data(), kR, cols, w.data());
+    EXPECT_EQ(g, w);
+    EXPECT_EQ(w[0], cols - 1);
+    EXPECT_EQ(w[1], 1);
+    EXPECT_EQ(w[2], (cols * 2) / 3);
+    gpu->Free(dy);
+    gpu->Free(dyi);
+  }
 }
 
 // A model file from the environment (e.g. llama-3.2-1b-shaped): teacher-forced agreement.

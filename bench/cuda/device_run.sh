@@ -11,6 +11,8 @@
 #                                  to each of VALUES (default "0 1") in turn, ROUNDS times (default 2)
 #   bench/cuda/device_run.sh engine-bins SHAPE TYPE CONC ROUNDS BIN...  bench-engine as above with
 #                                  each herd binary BIN (e.g. $DEV/herd_old $DEV/herd) in turn, ROUNDS times
+#   bench/cuda/device_run.sh bins SHAPE TYPE ROUNDS BIN...  decode b=1 (tg128) with each herd binary
+#                                  BIN in turn, ROUNDS times
 # Models are generated on the device (random weights, real shapes) into /tmp/models.
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
@@ -70,6 +72,16 @@ case "${1:-}" in
         echo "{\"model\": \"$name\", \"concurrency\": $conc, \"binary\": \"$b\", \"result\": $r}" | tee -a "$OUT/engine_bins.jsonl"
       done
     done ;;
-  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
+  bins)
+    m=$(model "$2" "$3")
+    name="$2-$3" rounds=$4
+    shift 4
+    for _ in $(seq "$rounds"); do
+      for b in "$@"; do
+        r=$("$b" bench-model -m "$m" --device cuda -p 0 -n 128 -r 3 --json 2>&1 | tail -1)
+        echo "{\"model\": \"$name\", \"binary\": \"$b\", \"result\": $r}" | tee -a "$OUT/bins.jsonl"
+      done
+    done ;;
+  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | bins SHAPE TYPE ROUNDS BIN... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
      exit 2 ;;
 esac

@@ -346,12 +346,16 @@ class LlamaModel final : public Model {
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
-    // token feedback (bit 29), may_have_runs (bit 30), generation.
+    // token feedback (bit 29), may_have_runs (bit 30), every row a logit row in order (bit 31), generation.
     const bool fed_back = batch.feedback_rows > 0;
+    // Every row is a logit row, in order (decode steps): the last residual add, the gather and
+    // the output norm are one AddRmsNorm.
+    bool all_rows_out = n_out == T;
+    for (int64_t i = 0; all_rows_out && i < n_out; ++i) all_rows_out = batch.logit_rows[static_cast<size_t>(i)] == i;
     if (T <= kMaxGraphTokens) {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
                     static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(may_have_runs) << 30 |
-                    ws_.generation << 31);
+                    static_cast<uint64_t>(all_rows_out) << 31 | ws_.generation << 32);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
@@ -380,6 +384,10 @@ class LlamaModel final : public Model {
       if (il + 1 < c.n_layer) {
         be.PrepareMatMulInput(layers_[static_cast<size_t>(il) + 1].wq);
         be.AddRmsNorm(ws_.x, ws_.h, layers_[static_cast<size_t>(il) + 1].attn_norm, c.rms_eps, T, c.n_embd, ws_.h);
+      } else if (all_rows_out && n_out > 0) {
+        if (graph_tag != 2) be.PrepareMatMulInput(output_);  // the logits matmul comes next (not for Embed)
+        be.AddRmsNorm(ws_.x, ws_.h, output_norm_, c.rms_eps, T, c.n_embd, ws_.rows_normed);
+        return static_cast<const float*>(ws_.rows_normed);
       } else {
         be.Add(ws_.x, ws_.h, T * c.n_embd);
       }
