@@ -1,10 +1,14 @@
 // herd bench-model -m MODEL -p 512 -n 128 [-t THREADS] [-r REPS] [--kv-type f16|f32|q8_0]
-//                  [--device cpu|cuda[:N]] [--logits] [--json]
+//                  [--device cpu|cuda[:N]] [--logits] [--sync] [--json]
 //
 // Measures like llama-bench: prompt processing (pp) = one forward pass over p tokens from an
 // empty context (chunked by --batch); text generation (tg) = n single-token greedy decode steps
 // from an empty context, each step's choice (the argmax, computed on the GPU there: 4 bytes come
-// back) fed back as the next token, as a temperature-0 request runs; --logits instead copies
+// back) fed back as the next token, as a temperature-0 request runs. Where the model can queue
+// passes (the CUDA backend) the steps are pipelined as the engine runs them: step i + 1 is
+// queued, taking step i's choice on the device, before that choice reaches the host (tg_mode
+// "greedy-pipelined"); --sync waits for each choice first, as llama-bench's tg does ("greedy").
+// --logits instead copies
 // each step's full logits to the host and feeds a fixed token sequence (this bench's tg before
 // 2026-11-24). Each repetition uses a fresh KV cache state; a warm-up run first faults
 // the weights into memory. Reports mean ± sample standard deviation of tokens/s.
@@ -33,6 +37,7 @@ struct BenchOptions {
   std::string kv_type = "f16";
   std::string device = "cpu";
   bool logits = false;  // tg copies every step's full logits to the host instead of greedy ids
+  bool sync = false;    // tg runs one step at a time instead of pipelined
 };
 
 struct Stats {
@@ -72,6 +77,8 @@ void RunBench(const BenchOptions& o) {
   for (int i = 0; i < 3; ++i) check(session.Append({5}, logits.data()));
   int32_t next = 0;
   for (int i = 0; i < 3; ++i) check(session.AppendGreedy({5}, &next));
+  std::vector<int32_t> choices;
+  check(session.DecodeGreedy(5, 4, o.sync, &choices));  // the pipelined steps' graphs
   session.Reset();
 
   std::vector<double> pp, tg;
@@ -85,13 +92,13 @@ void RunBench(const BenchOptions& o) {
     if (o.gen > 0) {
       int32_t tok = 1;
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.gen; ++i) {
-        if (o.logits) {
+      if (o.logits) {
+        for (int i = 0; i < o.gen; ++i) {
           check(session.Append({tok}, logits.data()));
           tok = (tok * 31 + 7) % n_vocab;
-        } else {
-          check(session.AppendGreedy({tok}, &tok));  // greedy decoding: the choice is the next input
         }
+      } else {
+        check(session.DecodeGreedy(tok, o.gen, o.sync, &choices));  // each choice is the next input
       }
       tg.push_back(o.gen / Seconds(t0, std::chrono::steady_clock::now()));
       session.Reset();
@@ -103,18 +110,20 @@ void RunBench(const BenchOptions& o) {
   const char* kv = kv_name.c_str();
   // The kernels: the CPU's instruction set, or the GPU backend's name (the device).
   const std::string kernels = lm.device.cuda ? lm.backend->name() : cpu::MatMulIsaName();
+  // tg mode: full logits to the host, greedy one step at a time, or greedy pipelined.
+  const char* mode = o.logits ? "logits" : (o.sync || !model.CanQueue() ? "greedy" : "greedy-pipelined");
   if (o.json) {
     std::printf(
         "{\"model\": \"%s\", \"file_gb\": %.4f, \"device\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"reps\": %d, "
         "\"kv_type\": \"%s\", \"prompt\": %d, \"gen\": %d, \"pp_tok_s\": %.3f, \"pp_sd\": %.3f, "
         "\"tg_tok_s\": %.3f, \"tg_sd\": %.3f, \"tg_mode\": \"%s\"}\n",
         o.model.c_str(), gb, lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.reps, kv, o.prompt, o.gen,
-        p.mean, p.sd, g.mean, g.sd, o.logits ? "logits" : "greedy");
+        p.mean, p.sd, g.mean, g.sd, mode);
     return;
   }
   std::printf("model: %s (%.3f GB) %s\n", o.model.c_str(), gb, model.config().Describe().c_str());
   std::printf("backend: %s, kernels %s, %d threads, %d reps, kv cache %s, tg %s\n", lm.device.ToString().c_str(),
-              kernels.c_str(), lm.threads, o.reps, kv, o.logits ? "with full logits" : "greedy");
+              kernels.c_str(), lm.threads, o.reps, kv, mode);
   std::printf("| test | tokens/s |\n|---|---|\n");
   if (o.prompt > 0) std::printf("| pp%d | %.2f ± %.2f |\n", o.prompt, p.mean, p.sd);
   if (o.gen > 0) std::printf("| tg%d | %.2f ± %.2f |\n", o.gen, g.mean, g.sd);
@@ -134,6 +143,7 @@ void AddBenchModelCommand(CLI::App& app) {
   AddKvTypeOption(cmd, &o->kv_type);
   AddDeviceOption(cmd, &o->device);
   cmd->add_flag("--logits", o->logits, "tg: copy every step's logits to the host (no greedy feedback)");
+  cmd->add_flag("--sync", o->sync, "tg: wait for each step's choice before running the next (as llama-bench)");
   cmd->add_flag("--json", o->json, "One JSON object on stdout");
   cmd->callback([o] { RunBench(*o); });
 }

@@ -70,6 +70,59 @@ Status GenerationSession::AppendChunks(const std::vector<int32_t>& tokens, float
   return Status::Ok();
 }
 
+Status GenerationSession::DecodeGreedy(int32_t first, int32_t n, bool sync, std::vector<int32_t>* out) {
+  HERD_CHECK(out != nullptr);
+  out->clear();
+  if (n <= 0) return Status::Ok();
+  if (sync || !model_->CanQueue()) {
+    int32_t tok = first;
+    for (int32_t i = 0; i < n; ++i) {
+      HERD_RETURN_IF_ERROR(AppendGreedy({tok}, &tok));
+      out->push_back(tok);
+    }
+    return Status::Ok();
+  }
+  const int32_t n_ctx = model_->config().n_ctx_train;
+  if (n_past_ + n > n_ctx) {
+    return OutOfRange(StrFormat("%d tokens exceed the model's context length %d", n_past_ + n, n_ctx));
+  }
+  HERD_RETURN_IF_ERROR(EnsureBlocks(n_past_ + n));
+  ForwardBatch batch;
+  batch.block_tables.push_back(block_table_);
+  batch.seq = {0};
+  batch.logit_rows = {0};
+  batch.argmax_only = true;
+  int queued = 0;
+  Status status = Status::Ok();
+  for (int32_t i = 0; i < n && status.ok(); ++i) {
+    batch.tokens = {i == 0 ? first : -1};  // -1: the previous pass's choice, on the device
+    batch.feedback_rows = i == 0 ? 0 : 1;
+    batch.pos = {n_past_};
+    status = model_->QueueForward(batch, cache_->layers());
+    if (!status.ok()) break;
+    ++queued;
+    ++n_past_;
+    if (queued == Model::kMaxQueued) {  // one pass stays in flight while the host waits
+      int32_t id = 0;
+      status = model_->TakeQueued(&id);
+      --queued;
+      out->push_back(id);
+    }
+  }
+  while (queued > 0) {  // the passes still queued, also after an error
+    int32_t id = 0;
+    const Status s = model_->TakeQueued(&id);
+    --queued;
+    if (status.ok()) status = s;
+    out->push_back(id);
+  }
+  if (!out->empty()) {  // one pass per choice: its input was `first` or the choice before
+    tokens_.push_back(first);
+    tokens_.insert(tokens_.end(), out->begin(), out->end() - 1);
+  }
+  return status;
+}
+
 Status Generate(GenerationSession& session, Sampler& sampler, const std::vector<int32_t>& prompt,
                 const GenerateOptions& options, const std::function<bool(int32_t)>& on_token) {
   std::vector<float> logits(static_cast<size_t>(sampler.n_vocab()));

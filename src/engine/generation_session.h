@@ -28,6 +28,13 @@ class GenerationSession {
   // in *next: on a GPU the argmax runs there and 4 bytes come back instead of n_vocab floats.
   Status AppendGreedy(const std::vector<int32_t>& tokens, int32_t* next);
 
+  // Greedy decoding of n tokens: step 0 feeds `first`, step i the choice of step i - 1; the n
+  // choices go to *out. Where the model queues passes (Model::CanQueue, pipelined decoding as the
+  // engine runs it), each step is queued before the previous step's choice reaches the host, so
+  // the device never waits for the host between steps; otherwise (or with `sync`) one step at a
+  // time, as AppendGreedy. The appended tokens are `first` and the first n - 1 choices.
+  Status DecodeGreedy(int32_t first, int32_t n, bool sync, std::vector<int32_t>* out);
+
   // Frees all blocks; the next Append starts at position 0.
   void Reset();
 

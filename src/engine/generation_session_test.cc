@@ -1,5 +1,6 @@
-// GenerationSession: AppendGreedy returns what Append's logits give to ArgMax, across a prompt
-// longer than n_batch (chunked) and single-token steps fed back.
+// GenerationSession: AppendGreedy and DecodeGreedy (pipelined and one step at a time) return
+// what Append's logits give to ArgMax, across a prompt longer than n_batch (chunked) and
+// single-token steps fed back.
 #include "engine/generation_session.h"
 
 #include <gtest/gtest.h>
@@ -47,6 +48,27 @@ TEST(GenerationSessionTest, AppendGreedyMatchesArgMaxOfLogits) {
     ASSERT_TRUE(greedy.AppendGreedy({next}, &next).ok());
   }
   EXPECT_EQ(greedy.n_past(), 21 + 6);
+  greedy.Reset();
+
+  // DecodeGreedy, pipelined (the llama model queues passes; each step takes the previous one's
+  // choice on the device) and one step at a time: the same choices as the logits path.
+  ASSERT_TRUE((*model)->CanQueue());
+  for (const bool sync : {false, true}) {
+    SCOPED_TRACE(sync ? "sync" : "pipelined");
+    GenerationSession s(model->get(), cache->get(), /*n_batch=*/8);
+    int32_t first = -1;
+    ASSERT_TRUE(s.AppendGreedy(prompt, &first).ok());
+    EXPECT_EQ(first, expected[0]);
+    std::vector<int32_t> out;
+    ASSERT_TRUE(s.DecodeGreedy(first, 5, sync, &out).ok());
+    EXPECT_EQ(out, std::vector<int32_t>(expected.begin() + 1, expected.end()));
+    EXPECT_EQ(s.n_past(), 21 + 5);
+    std::vector<int32_t> fed = prompt;
+    fed.insert(fed.end(), expected.begin(), expected.begin() + 5);
+    EXPECT_EQ(s.tokens(), fed);
+    ASSERT_TRUE(s.DecodeGreedy(first, 0, sync, &out).ok());
+    EXPECT_TRUE(out.empty());
+  }
 }
 
 }  // namespace
