@@ -331,7 +331,7 @@ TEST(CudaForwardTest, ArgMaxRowsTiesAndNaNs) {
     for (float& v : y) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
     y[0 * cols + cols - 1] = 5.0f;
     y[1 * cols + cols / 2] = y[1 * cols + 1] = y[1 * cols + 2] = 6.0f;  // -> 1
-    y[2 * cols + cols - 1] = y[2 * cols + (cols * 2) / 3] = 7.0f;         // -> (2 cols) / 3
+    y[2 * cols + cols - 1] = y[2 * cols + (cols * 2) / 3] = 7.0f;       // -> (2 cols) / 3
     for (int64_t i = 0; i < cols; i += 2) y[3 * cols + i] = NAN;
     float* dy = static_cast<float*>(gpu->Alloc(y.size() * sizeof(float)));
     auto* dyi = static_cast<int32_t*>(gpu->Alloc(kR * sizeof(int32_t)));

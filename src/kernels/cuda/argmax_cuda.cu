@@ -1,8 +1,8 @@
+#include <cooperative_groups.h>
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
-
-#include <cooperative_groups.h>
 
 #include "base/check.h"
 #include "kernels/cuda/argmax_cuda.h"
@@ -15,7 +15,7 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kThreads = 1024;
-constexpr int kUnroll = 4;  // float4 loads in flight per thread
+constexpr int kUnroll = 4;         // float4 loads in flight per thread
 constexpr int kClusterBlocks = 8;  // blocks per row for few rows (a portable cluster size)
 constexpr int kClusterRows = 16;   // "few"
 
@@ -44,8 +44,8 @@ __device__ __forceinline__ void Take(Best& best, float v, int64_t c) {
 // Several blocks per row (few rows): the cluster's rank 0 reduces the blocks' results through
 // distributed shared memory, in rank (column) order. Programmatic launch: x is read after
 // PdlWait.
-__global__ void __launch_bounds__(kThreads) ArgMaxRowsKernel(const float* __restrict__ x, int64_t n_cols,
-                                                             int64_t chunk, bool vec4, int32_t* __restrict__ ids) {
+__global__ void __launch_bounds__(kThreads)
+    ArgMaxRowsKernel(const float* __restrict__ x, int64_t n_cols, int64_t chunk, bool vec4, int32_t* __restrict__ ids) {
   PdlTrigger();
   const float* row = x + static_cast<int64_t>(blockIdx.y) * n_cols;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
