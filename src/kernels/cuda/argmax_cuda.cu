@@ -1,3 +1,4 @@
+// ArgMaxRows and ResolveFedBackIds (argmax_cuda.h): greedy choices on the device.
 #include <cooperative_groups.h>
 
 #include <cfloat>
