@@ -26,6 +26,11 @@ namespace herd::cuda::internal::gemv {
 #ifndef HERD_GEMV_STAGES
 #define HERD_GEMV_STAGES 3
 #endif
+// HERD_GEMV_MIN_BLOCKS (variant builds): resident blocks per SM the registers of the quantized
+// GEMV's one-token instances must allow (__launch_bounds__'s second argument; 0: no constraint).
+#ifndef HERD_GEMV_MIN_BLOCKS
+#define HERD_GEMV_MIN_BLOCKS 0
+#endif
 constexpr int kWarps = HERD_GEMV_WARPS;    // warps per thread block
 constexpr int kStages = HERD_GEMV_STAGES;  // shared-memory ring depth per warp
 constexpr int kMaxTok = 8;                 // tokens per launch

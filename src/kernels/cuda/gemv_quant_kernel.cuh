@@ -88,7 +88,8 @@ __device__ __forceinline__ void DotStep(const uint8_t* buf, const QuantizedActiv
 // Rows from a.t1_row0 on are of type T1 (T1 == T0: one type; else a pair with the same block
 // size and activation format, e.g. Q4_K Q/K with a Q6_K V: one launch instead of two).
 template <DType T0, DType T1, int NT>
-__global__ void __launch_bounds__(kWarps * 32) GemvQuantKernel(const __grid_constant__ QuantArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 0)
+    GemvQuantKernel(const __grid_constant__ QuantArgs a) {
   using B0 = QBlock<T0>;
   using B1 = QBlock<T1>;
   static_assert(B0::kValues == B1::kValues, "mixed launches need one block size");
