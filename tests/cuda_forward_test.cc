@@ -347,6 +347,22 @@ TEST(CudaForwardTest, ArgMaxRowsTiesAndNaNs) {
     gpu->Free(dy);
     gpu->Free(dyi);
   }
+  // More rows than one launch takes (65,535).
+  {
+    constexpr int64_t kR = 70001, kC = 5;
+    std::vector<float> y(kR * kC);
+    for (float& v : y) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    float* dy = static_cast<float*>(gpu->Alloc(y.size() * sizeof(float)));
+    auto* dyi = static_cast<int32_t*>(gpu->Alloc(kR * sizeof(int32_t)));
+    gpu->CopyToDevice(dy, y.data(), y.size() * sizeof(float));
+    gpu->ArgMaxRows(dy, kR, kC, dyi);
+    std::vector<int32_t> g(kR), w(kR);
+    gpu->CopyToHost(g.data(), dyi, kR * sizeof(int32_t));
+    cpu->ArgMaxRows(y.data(), kR, kC, w.data());
+    EXPECT_EQ(g, w);
+    gpu->Free(dy);
+    gpu->Free(dyi);
+  }
 }
 
 // A model file from the environment (e.g. llama-3.2-1b-shaped): teacher-forced agreement.

@@ -1,11 +1,11 @@
 // ArgMaxRows and ResolveFedBackIds (argmax_cuda.h): greedy choices on the device.
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 
-#include "base/check.h"
 #include "kernels/cuda/argmax_cuda.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
@@ -122,15 +122,18 @@ void ResolveFedBackIds(int32_t* ids, int64_t n, const int32_t* prev, cudaStream_
 
 void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids, cudaStream_t stream) {
   if (n_rows <= 0) return;
-  HERD_CHECK(n_rows <= 65535);
   const bool vec4 = reinterpret_cast<uintptr_t>(x) % 16 == 0 && n_cols % 4 == 0;
   // Few rows: a cluster of kClusterBlocks blocks per row, so more than one SM's loads are in
   // flight (8B vocabulary, one row: 18 us with one 512-thread block of scalar loads).
   const int per_row = n_rows <= kClusterRows && n_cols >= kClusterBlocks * 4096 ? kClusterBlocks : 1;
   const int64_t chunk = ((n_cols + per_row - 1) / per_row + 3) & ~int64_t{3};
-  LaunchPdlClustered(PdlEnabled(), dim3(static_cast<unsigned>(per_row)), ArgMaxRowsKernel,
-                     dim3(static_cast<unsigned>(per_row), static_cast<unsigned>(n_rows)), dim3(kThreads), 0, stream, x,
-                     n_cols, chunk, vec4, ids);
+  constexpr int64_t kMaxGridY = 65535;  // rows per launch
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxGridY) {
+    const auto rows = static_cast<unsigned>(std::min(kMaxGridY, n_rows - r0));
+    LaunchPdlClustered(PdlEnabled(), dim3(static_cast<unsigned>(per_row)), ArgMaxRowsKernel,
+                       dim3(static_cast<unsigned>(per_row), rows), dim3(kThreads), 0, stream, x + r0 * n_cols, n_cols,
+                       chunk, vec4, ids + r0);
+  }
 }
 
 }  // namespace herd::cuda
