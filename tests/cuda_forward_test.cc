@@ -296,73 +296,64 @@ TEST(CudaForwardTest, ReplicasOnEveryGpuAgree) {
   }
 }
 
+// Uniform values in [-0.5, 0.5) from a linear congruential generator (state in *seed).
+std::vector<float> UniformRows(int64_t n, uint32_t* seed) {
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = static_cast<float>((*seed = *seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+  return x;
+}
+
+// ArgMaxRows of x: [rows, cols] on the GPU backend; expects the host default's ids and returns them.
+std::vector<int32_t> ExpectArgMaxAsHost(Backend& gpu, Backend& cpu, const std::vector<float>& x, int64_t rows,
+                                        int64_t cols) {
+  float* dx = static_cast<float*>(gpu.Alloc(x.size() * sizeof(float)));
+  auto* dids = static_cast<int32_t*>(gpu.Alloc(static_cast<size_t>(rows) * sizeof(int32_t)));
+  gpu.CopyToDevice(dx, x.data(), x.size() * sizeof(float));
+  gpu.ArgMaxRows(dx, rows, cols, dids);
+  std::vector<int32_t> got(static_cast<size_t>(rows)), want(static_cast<size_t>(rows));
+  gpu.CopyToHost(got.data(), dids, got.size() * sizeof(int32_t));
+  cpu.ArgMaxRows(x.data(), rows, cols, want.data());
+  EXPECT_EQ(got, want);
+  gpu.Free(dx);
+  gpu.Free(dids);
+  return want;
+}
+
 // The CUDA ArgMaxRows against the host default: ties take the first index, NaNs never win.
 TEST(CudaForwardTest, ArgMaxRowsTiesAndNaNs) {
   SKIP_WITHOUT_GPU();
   auto gpu = std::move(MakeBackend(DeviceSpec{true, 0}, 0)).value();
   auto cpu = MakeReferenceBackend();
-  constexpr int64_t kRows = 5, kCols = 128256;
-  std::vector<float> x(kRows * kCols);
   uint32_t seed = 1;
-  for (float& v : x) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+  // One 8B vocabulary row per case (up to 16 rows: a cluster of blocks per row).
+  constexpr int64_t kRows = 5, kCols = 128256;
+  std::vector<float> x = UniformRows(kRows * kCols, &seed);
   x[0 * kCols + 77] = 3.0f;                           // row 0: one clear maximum
   x[1 * kCols + 90000] = x[1 * kCols + 5000] = 4.0f;  // row 1: a tie -> 5000
   x[2 * kCols + 3] = NAN;                             // row 2: a NaN beside the maximum
   x[2 * kCols + 4] = 2.0f;
   for (int64_t i = 0; i < kCols; ++i) x[3 * kCols + i] = NAN;  // row 3: no number -> -1
   x[4 * kCols + kCols - 1] = 9.0f;                             // row 4: the last column
-  float* dx = static_cast<float*>(gpu->Alloc(x.size() * sizeof(float)));
-  auto* dids = static_cast<int32_t*>(gpu->Alloc(kRows * sizeof(int32_t)));
-  gpu->CopyToDevice(dx, x.data(), x.size() * sizeof(float));
-  gpu->ArgMaxRows(dx, kRows, kCols, dids);
-  std::vector<int32_t> got(kRows), want(kRows);
-  gpu->CopyToHost(got.data(), dids, kRows * sizeof(int32_t));
-  cpu->ArgMaxRows(x.data(), kRows, kCols, want.data());
-  EXPECT_EQ(got, want);
-  EXPECT_EQ(want, (std::vector<int32_t>{77, 5000, 4, -1, static_cast<int32_t>(kCols - 1)}));
-  gpu->Free(dx);
-  gpu->Free(dids);
+  EXPECT_EQ(ExpectArgMaxAsHost(*gpu, *cpu, x, kRows, kCols),
+            (std::vector<int32_t>{77, 5000, 4, -1, static_cast<int32_t>(kCols - 1)}));
   // Column counts the float4 loads do not divide (scalar path) and small rows; ties inside one
-  // float4, across a thread's unrolled loads and across threads; the maximum in the last column.
+  // float4, across a thread's unrolled loads, across threads and across a cluster's blocks; the
+  // maximum in the last column; half-NaN rows.
   for (const int64_t cols : {int64_t{1001}, int64_t{7}, int64_t{4096}, int64_t{40000}, int64_t{40001}}) {
     SCOPED_TRACE(cols);
     constexpr int64_t kR = 4;
-    std::vector<float> y(kR * cols);
-    for (float& v : y) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+    std::vector<float> y = UniformRows(kR * cols, &seed);
     y[0 * cols + cols - 1] = 5.0f;
     y[1 * cols + cols / 2] = y[1 * cols + 1] = y[1 * cols + 2] = 6.0f;  // -> 1
     y[2 * cols + cols - 1] = y[2 * cols + (cols * 2) / 3] = 7.0f;       // -> (2 cols) / 3
     for (int64_t i = 0; i < cols; i += 2) y[3 * cols + i] = NAN;
-    float* dy = static_cast<float*>(gpu->Alloc(y.size() * sizeof(float)));
-    auto* dyi = static_cast<int32_t*>(gpu->Alloc(kR * sizeof(int32_t)));
-    gpu->CopyToDevice(dy, y.data(), y.size() * sizeof(float));
-    gpu->ArgMaxRows(dy, kR, cols, dyi);
-    std::vector<int32_t> g(kR), w(kR);
-    gpu->CopyToHost(g.data(), dyi, kR * sizeof(int32_t));
-    cpu->ArgMaxRows(y.data(), kR, cols, w.data());
-    EXPECT_EQ(g, w);
-    EXPECT_EQ(w[0], cols - 1);
-    EXPECT_EQ(w[1], 1);
-    EXPECT_EQ(w[2], (cols * 2) / 3);
-    gpu->Free(dy);
-    gpu->Free(dyi);
+    const std::vector<int32_t> want = ExpectArgMaxAsHost(*gpu, *cpu, y, kR, cols);
+    EXPECT_EQ(want[0], cols - 1);
+    EXPECT_EQ(want[1], 1);
+    EXPECT_EQ(want[2], (cols * 2) / 3);
   }
   // More rows than one launch takes (65,535).
-  {
-    constexpr int64_t kR = 70001, kC = 5;
-    std::vector<float> y(kR * kC);
-    for (float& v : y) v = static_cast<float>((seed = seed * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
-    float* dy = static_cast<float*>(gpu->Alloc(y.size() * sizeof(float)));
-    auto* dyi = static_cast<int32_t*>(gpu->Alloc(kR * sizeof(int32_t)));
-    gpu->CopyToDevice(dy, y.data(), y.size() * sizeof(float));
-    gpu->ArgMaxRows(dy, kR, kC, dyi);
-    std::vector<int32_t> g(kR), w(kR);
-    gpu->CopyToHost(g.data(), dyi, kR * sizeof(int32_t));
-    cpu->ArgMaxRows(y.data(), kR, kC, w.data());
-    EXPECT_EQ(g, w);
-    gpu->Free(dy);
-    gpu->Free(dyi);
-  }
+  ExpectArgMaxAsHost(*gpu, *cpu, UniformRows(70001 * 5, &seed), 70001, 5);
 }
 
 // A model file from the environment (e.g. llama-3.2-1b-shaped): teacher-forced agreement.

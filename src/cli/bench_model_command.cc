@@ -8,9 +8,8 @@
 // passes (the CUDA backend) the steps are pipelined as the engine runs them: step i + 1 is
 // queued, taking step i's choice on the device, before that choice reaches the host (tg_mode
 // "greedy-pipelined"); --sync waits for each choice first, as llama-bench's tg does ("greedy").
-// --logits instead copies
-// each step's full logits to the host and feeds a fixed token sequence (this bench's tg before
-// 2026-11-24). Each repetition uses a fresh KV cache state; a warm-up run first faults
+// --logits instead copies each step's full logits to the host and feeds a fixed token sequence
+// (this bench's tg before 2026-11-24). Each repetition uses a fresh KV cache state; a warm-up run first faults
 // the weights into memory. Reports mean ± sample standard deviation of tokens/s.
 #include <CLI/CLI.hpp>
 #include <chrono>

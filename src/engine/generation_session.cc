@@ -40,14 +40,17 @@ Status GenerationSession::AppendGreedy(const std::vector<int32_t>& tokens, int32
   return AppendChunks(tokens, nullptr, next);
 }
 
+Status GenerationSession::Reserve(int32_t n_more) {
+  const int32_t n_ctx = model_->config().n_ctx_train;
+  if (n_past_ + n_more > n_ctx) {
+    return OutOfRange(StrFormat("%d tokens exceed the model's context length %d", n_past_ + n_more, n_ctx));
+  }
+  return EnsureBlocks(n_past_ + n_more);
+}
+
 Status GenerationSession::AppendChunks(const std::vector<int32_t>& tokens, float* logits, int32_t* argmax) {
   if (tokens.empty()) return InvalidArgument("no tokens to append");
-  const int32_t n_ctx = model_->config().n_ctx_train;
-  if (n_past_ + static_cast<int32_t>(tokens.size()) > n_ctx) {
-    return OutOfRange(StrFormat("%d tokens exceed the model's context length %d",
-                                n_past_ + static_cast<int32_t>(tokens.size()), n_ctx));
-  }
-  HERD_RETURN_IF_ERROR(EnsureBlocks(n_past_ + static_cast<int32_t>(tokens.size())));
+  HERD_RETURN_IF_ERROR(Reserve(static_cast<int32_t>(tokens.size())));
   ForwardBatch batch;
   batch.block_tables.push_back(block_table_);
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(n_batch_)) {
@@ -82,11 +85,7 @@ Status GenerationSession::DecodeGreedy(int32_t first, int32_t n, bool sync, std:
     }
     return Status::Ok();
   }
-  const int32_t n_ctx = model_->config().n_ctx_train;
-  if (n_past_ + n > n_ctx) {
-    return OutOfRange(StrFormat("%d tokens exceed the model's context length %d", n_past_ + n, n_ctx));
-  }
-  HERD_RETURN_IF_ERROR(EnsureBlocks(n_past_ + n));
+  HERD_RETURN_IF_ERROR(Reserve(n));
   ForwardBatch batch;
   batch.block_tables.push_back(block_table_);
   batch.seq = {0};

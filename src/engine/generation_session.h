@@ -43,6 +43,8 @@ class GenerationSession {
 
  private:
   Status EnsureBlocks(int32_t n_positions);
+  // Room for n_more positions after n_past: within the model's context, blocks allocated.
+  Status Reserve(int32_t n_more);
   Status AppendChunks(const std::vector<int32_t>& tokens, float* logits, int32_t* argmax);
 
   Model* model_;
