@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -300,25 +301,63 @@ bool DecodeOnTensorCores(DType type, int head_dim, int group) {
          DecodeTcFlag().load(std::memory_order_relaxed);
 }
 
+// The small-batch decode kernel's policy (SmallDecodePolicy), initially from
+// HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT]] when set (A/B runs).
+struct SmallPolicyState {
+  std::atomic<int> max_tokens, max_splits, min_split;
+  SmallPolicyState() {
+    SmallDecodePolicy d;
+    const char* e = std::getenv("HERD_CUDA_ATTN_SMALL");
+    int m = d.max_tokens, c = d.max_splits, s = d.min_split;
+    if (e != nullptr && std::sscanf(e, "%d:%d:%d", &m, &c, &s) >= 1 && m >= 0 && c >= 1 && c <= attn::kSmallMaxSplits && s >= 16 &&
+        s % 16 == 0) {
+      d = SmallDecodePolicy{m, c, s};
+    }
+    max_tokens = d.max_tokens;
+    max_splits = d.max_splits;
+    min_split = d.min_split;
+  }
+};
+static SmallPolicyState& SmallState() {
+  static SmallPolicyState state;
+  return state;
+}
+static SmallDecodePolicy Small() {
+  SmallPolicyState& s = SmallState();
+  return SmallDecodePolicy{s.max_tokens.load(std::memory_order_relaxed), s.max_splits.load(std::memory_order_relaxed),
+                           s.min_split.load(std::memory_order_relaxed)};
+}
+
+void SetSmallDecodePolicy(const SmallDecodePolicy& policy) {
+  HERD_CHECK(policy.max_tokens >= 0 && policy.max_splits >= 1 && policy.max_splits <= attn::kSmallMaxSplits &&
+             policy.min_split >= 16 &&
+             policy.min_split % 16 == 0);
+  SmallState().max_tokens.store(policy.max_tokens);
+  SmallState().max_splits.store(policy.max_splits);
+  SmallState().min_split.store(policy.min_split);
+}
+
+bool DecodeUsesSmallKernel(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
+  return c.type == DType::kF16 && attn::SmallDecodeShapeApplies(c.head_dim, n_heads / c.n_kv_heads) &&
+         b.n_tokens >= 1 && b.n_tokens <= Small().max_tokens && (b.n_tokens == 1 || !b.may_have_runs);
+}
+
 bool RopeFusesIntoAttention(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
   const int32_t group = n_heads / c.n_kv_heads;
   const bool runs = b.n_tokens > 1 && b.may_have_runs;
-  return !runs && !DecodeOnTensorCores(c.type, c.head_dim, group) &&
-         (group + attn::kItemRows - 1) / attn::kItemRows == 1 && c.type != DType::kQ8_0 &&
-         (c.head_dim == 64 || c.head_dim == 128) && RopeFusionEnabled();
+  const bool simt = !runs && !DecodeOnTensorCores(c.type, c.head_dim, group) &&
+                    (group + attn::kItemRows - 1) / attn::kItemRows == 1 && c.type != DType::kQ8_0 &&
+                    (c.head_dim == 64 || c.head_dim == 128);
+  return (simt || DecodeUsesSmallKernel(c, b, n_heads)) && RopeFusionEnabled();
 }
 
 namespace {
 
-// PagedAttention's attention kernels, not the split merge (n_tokens > 0); returns their
-// parameters (p.s_max > 1: partials to merge).
-// out_half (optional): the outputs' half / bfloat16 copy (Params::out_half).
-attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
-                             float scale, float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
-                             const RopeStoreArgs* rope, void* out_half = nullptr, bool out_bf16 = false) {
+// The Params fields every attention kernel reads (no split, no RoPE).
+attn::Params BaseParams(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
+                        float* out, void* out_half, bool out_bf16) {
   HERD_CHECK_MSG(reinterpret_cast<uintptr_t>(out) % 16 == 0, "attention output must be 16-byte aligned");
-  using namespace attn;
-  Params p{};
+  attn::Params p{};
   p.out_half = out_half;
   p.out_half_bf16 = out_bf16 ? 1 : 0;
   p.k = static_cast<const uint8_t*>(c.k);
@@ -334,11 +373,81 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   p.n_tokens = static_cast<int32_t>(b.n_tokens);
   p.n_heads = n_heads;
   p.group = n_heads / c.n_kv_heads;
-  p.head_chunks = (p.group + kItemRows - 1) / kItemRows;
+  p.head_chunks = (p.group + attn::kItemRows - 1) / attn::kItemRows;
   p.scale_log2 = scale * 1.4426950408889634f;
   p.q = q;
   p.q_stride = static_cast<int64_t>(n_heads) * c.head_dim;
   p.out = out;
+  return p;
+}
+
+// Split-K partials of s_max splits per query row in `scratch` (Params::part_o, part_ml, nsplit).
+void ReservePartials(attn::Params* p, AttentionScratch* scratch, cudaStream_t stream) {
+  const size_t rows = static_cast<size_t>(p->n_tokens) * p->n_heads * p->s_max;
+  const size_t o_bytes = rows * p->head_dim * sizeof(float);
+  const size_t ml_bytes = rows * sizeof(float2);
+  auto* base = static_cast<uint8_t*>(
+      scratch->Reserve(o_bytes + ml_bytes + sizeof(int32_t) * static_cast<size_t>(p->n_tokens), stream));
+  p->part_o = reinterpret_cast<float*>(base);
+  p->part_ml = reinterpret_cast<float2*>(base + o_bytes);
+  p->nsplit = reinterpret_cast<int32_t*>(base + o_bytes + ml_bytes);
+}
+
+// The RoPE + K/V store handed to PagedAttention: into p (the decode kernel does it, where
+// RopeFusesIntoAttention) or queued now as RopeStoreKv.
+void SetUpRope(attn::Params* p, const KvLayerView& c, const AttentionBatch& b, int32_t n_heads,
+               const RopeStoreArgs* rope, cudaStream_t stream) {
+  if (rope == nullptr) return;
+  HERD_CHECK(rope->q == p->q);
+  if (RopeFusesIntoAttention(c, b, n_heads)) {
+    HERD_CHECK(rope->n_rot > 0 && rope->n_rot % 2 == 0 && rope->n_rot <= c.head_dim);
+    const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
+    p->rope_inv_freq = rope->inv_freq;
+    p->rope_positions = rope->positions;
+    p->rope_half = rope->n_rot / 2;
+    p->new_k = rope->k;
+    p->new_v = rope->v;
+    p->q_stride = rope->q_stride > 0 ? rope->q_stride : p->q_stride;
+    p->new_k_stride = rope->k_stride > 0 ? rope->k_stride : kv_dim;
+    p->new_v_stride = rope->v_stride > 0 ? rope->v_stride : kv_dim;
+    for (const int64_t stride : {p->q_stride, p->new_k_stride, p->new_v_stride}) HERD_CHECK(stride % 4 == 0);
+    HERD_CHECK(((reinterpret_cast<uintptr_t>(p->q) | reinterpret_cast<uintptr_t>(rope->k) |
+                 reinterpret_cast<uintptr_t>(rope->v)) &
+                15) == 0);
+    p->kc = static_cast<uint8_t*>(c.k);
+    p->vc = static_cast<uint8_t*>(c.v);
+    p->copy_before_wait = CopyBeforeWait(stream) ? 1 : 0;
+  } else {
+    HERD_CHECK_MSG(rope->q_stride == 0 && rope->k_stride == 0 && rope->v_stride == 0,
+                   "strided q / k / v need the RoPE inside the attention kernel");
+    RopeStoreKv(c, b, rope->q, n_heads, rope->k, rope->v, rope->positions, rope->inv_freq, rope->n_rot, stream);
+  }
+}
+
+// The small-batch decode kernel (DecodeUsesSmallKernel): attention, merge and outputs in one launch;
+// int8 activations of `format` into buffer unless kF32.
+void LaunchSmall(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
+                 float* out, int num_sms, cudaStream_t stream, const RopeStoreArgs* rope, void* out_half,
+                 bool out_bf16, DType format, void* buffer,
+                 internal::QuantizedActivations* activations) {
+  attn::Params p = BaseParams(c, b, q, n_heads, scale, out, out_half, out_bf16);
+  const SmallDecodePolicy sp = Small();
+  const int64_t per_token =
+      std::max<int64_t>(1, static_cast<int64_t>(num_sms) / (b.n_tokens * static_cast<int64_t>(c.n_kv_heads)));
+  const int64_t cache_splits = (static_cast<int64_t>(c.n_blocks) * c.block_size + sp.min_split - 1) / sp.min_split;
+  p.s_max = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>({per_token, cache_splits, sp.max_splits})));
+  SetUpRope(&p, c, b, n_heads, rope, stream);
+  attn::LaunchSmallDecode(p, sp.min_split, format, buffer, activations, stream);
+}
+
+// PagedAttention's attention kernels, not the split merge (n_tokens > 0); returns their
+// parameters (p.s_max > 1: partials to merge).
+// out_half (optional): the outputs' half / bfloat16 copy (Params::out_half).
+attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads,
+                             float scale, float* out, int num_sms, AttentionScratch* scratch, cudaStream_t stream,
+                             const RopeStoreArgs* rope, void* out_half = nullptr, bool out_bf16 = false) {
+  using namespace attn;
+  Params p = BaseParams(c, b, q, n_heads, scale, out, out_half, out_bf16);
 
   // Splits per item (attn::SplitsPerItem, the rules and their measurements there).
   attn::SplitInputs si;
@@ -359,49 +468,14 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
   p.s_max = attn::SplitsPerItem(si);
   const int64_t units = si.units;
   p.min_tiles = si.min_tiles;
-  if (p.s_max > 1) {
-    const size_t rows = static_cast<size_t>(b.n_tokens) * n_heads * p.s_max;
-    const size_t o_bytes = rows * c.head_dim * sizeof(float);
-    const size_t ml_bytes = rows * sizeof(float2);
-    auto* base = static_cast<uint8_t*>(
-        scratch->Reserve(o_bytes + ml_bytes + sizeof(int32_t) * static_cast<size_t>(b.n_tokens), stream));
-    p.part_o = reinterpret_cast<float*>(base);
-    p.part_ml = reinterpret_cast<float2*>(base + o_bytes);
-    p.nsplit = reinterpret_cast<int32_t*>(base + o_bytes + ml_bytes);
-  }
+  if (p.s_max > 1) ReservePartials(&p, scratch, stream);
   const int64_t grid = units * p.s_max;
   HERD_CHECK_MSG(grid < (1ll << 31), "attention grid too large (%lld CTAs)", static_cast<long long>(grid));
   const int rows_small = p.group <= 4 ? 4 : (p.group <= 8 ? 8 : kItemRows);
   // Prefill kernels only where the batch may hold runs of positions (their CTAs exit at once on
   // decode tokens, but each launch costs a kernel boundary per layer).
   const bool runs = b.n_tokens > 1 && b.may_have_runs;
-  // RoPE + K/V store inside the SIMT decode kernel (Params::rope_inv_freq), else its own kernel.
-  if (rope != nullptr) {
-    HERD_CHECK(rope->q == q);
-    if (RopeFusesIntoAttention(c, b, n_heads)) {
-      HERD_CHECK(rope->n_rot > 0 && rope->n_rot % 2 == 0 && rope->n_rot <= c.head_dim);
-      const int64_t kv_dim = static_cast<int64_t>(c.n_kv_heads) * c.head_dim;
-      p.rope_inv_freq = rope->inv_freq;
-      p.rope_positions = rope->positions;
-      p.rope_half = rope->n_rot / 2;
-      p.new_k = rope->k;
-      p.new_v = rope->v;
-      p.q_stride = rope->q_stride > 0 ? rope->q_stride : p.q_stride;
-      p.new_k_stride = rope->k_stride > 0 ? rope->k_stride : kv_dim;
-      p.new_v_stride = rope->v_stride > 0 ? rope->v_stride : kv_dim;
-      for (const int64_t stride : {p.q_stride, p.new_k_stride, p.new_v_stride}) HERD_CHECK(stride % 4 == 0);
-      HERD_CHECK(((reinterpret_cast<uintptr_t>(q) | reinterpret_cast<uintptr_t>(rope->k) |
-                   reinterpret_cast<uintptr_t>(rope->v)) &
-                  15) == 0);
-      p.kc = static_cast<uint8_t*>(c.k);
-      p.vc = static_cast<uint8_t*>(c.v);
-      p.copy_before_wait = CopyBeforeWait(stream) ? 1 : 0;
-    } else {
-      HERD_CHECK_MSG(rope->q_stride == 0 && rope->k_stride == 0 && rope->v_stride == 0,
-                     "strided q / k / v need the RoPE inside the attention kernel");
-      RopeStoreKv(c, b, rope->q, n_heads, rope->k, rope->v, rope->positions, rope->inv_freq, rope->n_rot, stream);
-    }
-  }
+  SetUpRope(&p, c, b, n_heads, rope, stream);
   bool tc = false;
   switch (c.type) {
     case DType::kF16: {
@@ -440,6 +514,11 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
                     const RopeStoreArgs* rope) {
   CheckShapes(c, n_heads);
   if (b.n_tokens <= 0) return;
+  if (DecodeUsesSmallKernel(c, b, n_heads)) {
+    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, nullptr, false, DType::kF32, nullptr,
+                nullptr);
+    return;
+  }
   const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope);
   if (p.s_max > 1) {
 #ifdef HERD_DIAG_SKIP_OPS
@@ -455,6 +534,11 @@ bool PagedAttentionHalf(const KvLayerView& c, const AttentionBatch& b, const flo
   CheckShapes(c, n_heads);
   // The prefill tensor-core kernel writes only the float output.
   if (b.n_tokens <= 0 || half_out == nullptr || (b.n_tokens > 1 && b.may_have_runs)) return false;
+  if (DecodeUsesSmallKernel(c, b, n_heads)) {
+    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, half_out, bf16, DType::kF32, nullptr,
+                nullptr);
+    return true;
+  }
   const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope, half_out, bf16);
   if (p.s_max > 1) LaunchMerge(p, c.head_dim, stream);
   return true;
@@ -466,6 +550,11 @@ bool PagedAttentionQuantized(const KvLayerView& c, const AttentionBatch& b, cons
                              const RopeStoreArgs* rope) {
   CheckShapes(c, n_heads);
   if (b.n_tokens <= 0 || !attn::MergeQuantizeTakes(n_heads, n_heads / c.n_kv_heads, c.head_dim, format)) return false;
+  if (DecodeUsesSmallKernel(c, b, n_heads)) {
+    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, nullptr, false, format, buffer,
+                activations);
+    return true;
+  }
   const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope);
   HERD_CHECK(attn::LaunchMergeQuantize(p, format, buffer, stream, activations));
   return true;

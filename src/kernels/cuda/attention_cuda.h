@@ -130,6 +130,22 @@ struct AttentionSplitPolicy {
 };
 void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 
+// Decode batches of up to max_tokens tokens (each its sequence's only token; F16 cache, head_dim
+// 64 / 128, GQA group <= 8) run on the small-batch decode kernel (attention_decode_small.cu:
+// tensor cores as the decode kernels below, the split merge (thread-block clusters) and the
+// output conversions in the same launch) instead of those kernels. Splits per token:
+// min(max_splits (<= 8), num_sms / (tokens * kv heads)), of at least min_split positions (a
+// multiple of 16). Process-wide; initially HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT]]
+// when set (max_tokens 0: off). Defaults measured on H100: bench/results/cuda-session12-2026-11-26.md.
+struct SmallDecodePolicy {
+  int max_tokens = 8;
+  int max_splits = 8;
+  int min_split = 64;
+};
+void SetSmallDecodePolicy(const SmallDecodePolicy& policy);
+// Whether PagedAttention(cache, batch, .., n_heads, ..) runs on that kernel.
+bool DecodeUsesSmallKernel(const KvLayerView& cache, const AttentionBatch& batch, int32_t n_heads);
+
 // Decode tokens of F16 caches with head_dim 64 and GQA group <= 16 run on tensor cores
 // (attention_decode_tc.cu: q and the softmax weights rounded to f16, like prefill runs) while
 // this is on (process-wide; initially HERD_CUDA_ATTN_TC_DECODE != "0"); otherwise, and for

@@ -63,6 +63,7 @@ std::vector<BatchSpec> Batches() {
   return {
       {"single_decode", {{37, 1}}},
       {"single_decode_long", {{1500, 1}}},
+      {"few_decode", {{5, 1}, {64, 1}, {700, 1}}},
       {"many_decode", {{0, 1}, {1, 1}, {15, 1}, {16, 1}, {17, 1}, {100, 1}, {511, 1}, {1030, 1}, {2100, 1}}},
       {"prefill_chunk_at_70", {{70, 45}}},
       {"prefill_300", {{0, 300}}},
@@ -185,8 +186,8 @@ class CudaAttentionTest : public CudaBackendTest {
     // with head_dim 64 / 128 go through the tensor-core kernel, which rounds q and the softmax
     // weights to f16 (2^-11): a looser bound there.
     const bool tc = cfg.type == DType::kF16 && (cfg.head_dim == 64 || cfg.head_dim == 128) && cfg.group <= 64;
-    const bool tc_decode =
-        DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group) || DecodeUsesMma(cfg.type, cfg.head_dim, n_tok);
+    const bool tc_decode = DecodeOnTensorCores(cfg.type, cfg.head_dim, cfg.group) ||
+                           DecodeUsesMma(cfg.type, cfg.head_dim, n_tok) || DecodeUsesSmallKernel(dev, db, n_heads);
     double worst = 0, worst_tc = 0;
     int64_t worst_row = -1;
     for (int64_t r = 0; r < n_tok * n_heads; ++r) {
@@ -331,6 +332,27 @@ TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
   Sweep(this, DType::kF16);
   SetDecodeOnTensorCores(true);
 }
+// Decode batches of 1-8 tokens on the other decode kernels (the small-batch kernel off).
+TEST_F(CudaAttentionTest, F16WithoutTheSmallBatchKernel) {
+  SetSmallDecodePolicy(SmallDecodePolicy{0, 1, 64});
+  Sweep(this, DType::kF16);
+  SetSmallDecodePolicy(SmallDecodePolicy{});
+}
+// The small-batch kernel with splits of 16 positions (up to 64 splits, merged in the kernel) and
+// with one split per token (several shared-memory stages per CTA).
+TEST_F(CudaAttentionTest, F16SmallBatchKernelSplits) {
+  uint32_t seed = 300;
+  for (const SmallDecodePolicy policy : {SmallDecodePolicy{8, 8, 16}, SmallDecodePolicy{8, 1, 4096}}) {
+    SetSmallDecodePolicy(policy);
+    for (const BatchSpec& b : Batches()) {
+      SCOPED_TRACE("min split " + std::to_string(policy.min_split));
+      RunCase(Config{DType::kF16, 128, 4, 16}, b, seed++);
+      RunCase(Config{DType::kF16, 64, 8, 32}, b, seed++);
+      RunCase(Config{DType::kF16, 128, 1, 16}, b, seed++);
+    }
+  }
+  SetSmallDecodePolicy(SmallDecodePolicy{});
+}
 TEST_F(CudaAttentionTest, F32) { Sweep(this, DType::kF32); }
 TEST_F(CudaAttentionTest, Q8_0) { Sweep(this, DType::kQ8_0); }
 
@@ -424,6 +446,8 @@ TEST_F(CudaAttentionTest, RopeStoreKvEqualsTheThreeOps) {
 TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
   for (const int max_splits : {8, 1}) {
     SetAttentionSplitPolicy(AttentionSplitPolicy{12, 1, max_splits});  // 8: several splits from 2 tiles on
+    // The small-batch kernel (group 4): splits of 16 positions, or one split of several stages.
+    SetSmallDecodePolicy(SmallDecodePolicy{8, max_splits == 8 ? 8 : 1, max_splits == 8 ? 16 : 4096});
     for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
       for (int32_t hd : {64, 128}) {
         for (int32_t group : {4, 16}) {
@@ -466,7 +490,8 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
             EXPECT_EQ(Download(out_a, n_out), got);
             ExpectSameCaches(a, b);
             EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](float x) { return std::isfinite(x); }));
-            const bool fused = type != DType::kQ8_0 && !DecodeOnTensorCores(type, hd, group);
+            const bool fused = RopeFusesIntoAttention(a, batch, n_heads);
+            EXPECT_EQ(fused, type != DType::kQ8_0 && (group <= 8 || !DecodeOnTensorCores(type, hd, group)));
             EXPECT_EQ(Download(qb, n_out) == q, fused);  // the fused kernel rotates q as it loads it
             // The same in a CUDA graph, where the fused kernel copies the earlier positions' K/V
             // before waiting for the kernel before it (Params::copy_before_wait).
@@ -482,6 +507,7 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
     }
   }
   SetAttentionSplitPolicy(AttentionSplitPolicy{});
+  SetSmallDecodePolicy(SmallDecodePolicy{});
 }
 
 TEST_F(CudaAttentionTest, EmptyBatchIsANoOp) {

@@ -229,6 +229,21 @@ __device__ __forceinline__ void SplitWeights(const float2* part_ml, int64_t th, 
 // warps) up to 8192 and n_heads * head_dim a multiple of 2048 (no padding).
 bool LaunchMergeQuantize(const Params& p, DType format, void* buffer, cudaStream_t stream,
                          internal::QuantizedActivations* q);
+
+// The small-batch decode kernel (attention_decode_small.cu): decode tokens only (each its
+// sequence's one token), F16 cache, head_dim 64 / 128, group <= kSmallMaxGroup; the split merge
+// and the outputs in the same launch: out, out_half when set, and with `format` Q8_0 / Q8_1 /
+// Q8_K the O projection's int8 activations in `buffer` (as LaunchMergeQuantize; *activations
+// describes them; needs group * head_dim a multiple of 256), none for kF32. Uses of Params:
+// everything the decode kernel reads and s_max (splits per token at most, <= kSmallMaxSplits:
+// the grid is n_tokens x n_kv_heads x s_max, the splits of a token's kv head one thread-block
+// cluster); not part_o / part_ml / nsplit, min_tiles, head_chunks. min_split: positions per split
+// at least (a multiple of 16).
+constexpr int kSmallMaxGroup = 8;
+constexpr int kSmallMaxSplits = 8;
+bool SmallDecodeShapeApplies(int head_dim, int group);
+void LaunchSmallDecode(const Params& p, int32_t min_split, DType format, void* buffer,
+                       internal::QuantizedActivations* activations, cudaStream_t stream);
 bool MergeQuantizeTakes(int32_t n_heads, int32_t group, int32_t head_dim, DType format);
 
 }  // namespace herd::cuda::attn
