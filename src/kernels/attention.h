@@ -44,6 +44,10 @@ struct AttentionBatch {
   // store into the attention (Backend::RopeStoreKv right before PagedAttention). true is always
   // correct.
   bool may_have_runs = true;
+  // An upper bound on pos + 1 over the batch (the longest context a token attends to), known on
+  // the host; 0: unknown. Device backends pick kernels by it (graphs captured for one value are
+  // replayed only for batches with the same hint: the caller keys them by it).
+  int32_t max_context = 0;
 };
 
 namespace ref {

@@ -131,16 +131,21 @@ struct AttentionSplitPolicy {
 void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 
 // Decode batches of up to max_tokens tokens (each its sequence's only token; F16 cache, head_dim
-// 64 / 128, GQA group <= 8) run on the small-batch decode kernel (attention_decode_small.cu:
-// tensor cores as the decode kernels below, the split merge (thread-block clusters) and the
-// output conversions in the same launch) instead of those kernels. Splits per token:
-// min(max_splits (<= 8), num_sms / (tokens * kv heads)), of at least min_split positions (a
-// multiple of 16). Process-wide; initially HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT]]
-// when set (max_tokens 0: off). Defaults measured on H100: bench/results/cuda-session12-2026-11-26.md.
+// 64 / 128, GQA group <= 8) whose AttentionBatch::max_context hint is set and at most max_context
+// run on the small-batch decode kernel (attention_decode_small.cu: tensor cores as the decode
+// kernels below, the split merge (a thread-block cluster) and the output conversions in the same
+// launch) instead of those kernels. Splits per token: min(max_splits (<= 8), num_sms / (tokens *
+// kv heads), ceil(max_context / min_split)) (min_split a multiple of 16); one split launches
+// without clusters. Process-wide; initially
+// HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT[:MAX_CONTEXT]]] when set (max_tokens 0:
+// off). Defaults measured on H100 (bench/results/cuda-session12-2026-11-26.md): one sequence of
+// 64 / 128 / 512 / 4,096 positions (8B shape) 3.7 / 4.9 / 8.6 / 25.5 us against 6.8 / 7.3 / 8.2 /
+// 18.5 for the kernels below, hence the context limit.
 struct SmallDecodePolicy {
   int max_tokens = 8;
   int max_splits = 8;
-  int min_split = 64;
+  int min_split = 128;
+  int max_context = 512;
 };
 void SetSmallDecodePolicy(const SmallDecodePolicy& policy);
 // Whether PagedAttention(cache, batch, .., n_heads, ..) runs on that kernel.

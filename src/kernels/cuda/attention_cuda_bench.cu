@@ -137,7 +137,8 @@ void Run(const Shape& s, DType type, const Case& c, int num_sms) {
   AttentionScratch scratch;
   const float scale = 1.f / std::sqrt(static_cast<float>(s.head_dim));
   auto launch = [&](int rep) {
-    const AttentionBatch b{n_tok, d_pos, d_seq, ptr_sets[rep % copies], d_lens, /*may_have_runs=*/c.n_new > 1};
+    AttentionBatch b{n_tok, d_pos, d_seq, ptr_sets[rep % copies], d_lens, /*may_have_runs=*/c.n_new > 1};
+    b.max_context = c.ctx;  // the host's hint, as the model gives it
     PagedAttention(kv, b, q, s.n_heads, scale, out, num_sms, &scratch, stream);
   };
   for (int i = 0; i < 20; ++i) launch(i);

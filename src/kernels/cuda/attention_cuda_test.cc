@@ -167,7 +167,8 @@ class CudaAttentionTest : public CudaBackendTest {
     for (int32_t s = 0, off = 0; s < n_seqs; off += table_lens[s], ++s) dptrs.push_back(dflat + off);
     bool runs = force_runs_hint;
     for (int64_t t = 1; t < n_tok; ++t) runs = runs || (seq[t] == seq[t - 1] && pos[t] == pos[t - 1] + 1);
-    const AttentionBatch db{n_tok, Upload(pos), Upload(seq), Upload(dptrs), Upload(table_lens), runs};
+    AttentionBatch db{n_tok, Upload(pos), Upload(seq), Upload(dptrs), Upload(table_lens), runs};
+    db.max_context = *std::max_element(pos.begin(), pos.end()) + 1;  // as the model gives it
     float* out = Poisoned<float>(q.size());
     backend_->StoreKv(dev, db, Upload(k), Upload(v));
     backend_->PagedAttention(dev, db, Upload(q), n_heads, scale, out);
@@ -334,7 +335,7 @@ TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
 }
 // Decode batches of 1-8 tokens on the other decode kernels (the small-batch kernel off).
 TEST_F(CudaAttentionTest, F16WithoutTheSmallBatchKernel) {
-  SetSmallDecodePolicy(SmallDecodePolicy{0, 1, 64});
+  SetSmallDecodePolicy(SmallDecodePolicy{0, 1, 64, 0});
   Sweep(this, DType::kF16);
   SetSmallDecodePolicy(SmallDecodePolicy{});
 }
@@ -342,7 +343,7 @@ TEST_F(CudaAttentionTest, F16WithoutTheSmallBatchKernel) {
 // with one split per token (several shared-memory stages per CTA).
 TEST_F(CudaAttentionTest, F16SmallBatchKernelSplits) {
   uint32_t seed = 300;
-  for (const SmallDecodePolicy policy : {SmallDecodePolicy{8, 8, 16}, SmallDecodePolicy{8, 1, 4096}}) {
+  for (const SmallDecodePolicy policy : {SmallDecodePolicy{8, 8, 16, 1 << 20}, SmallDecodePolicy{8, 1, 4096, 1 << 20}}) {
     SetSmallDecodePolicy(policy);
     for (const BatchSpec& b : Batches()) {
       SCOPED_TRACE("min split " + std::to_string(policy.min_split));
@@ -447,7 +448,7 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
   for (const int max_splits : {8, 1}) {
     SetAttentionSplitPolicy(AttentionSplitPolicy{12, 1, max_splits});  // 8: several splits from 2 tiles on
     // The small-batch kernel (group 4): splits of 16 positions, or one split of several stages.
-    SetSmallDecodePolicy(SmallDecodePolicy{8, max_splits == 8 ? 8 : 1, max_splits == 8 ? 16 : 4096});
+    SetSmallDecodePolicy(SmallDecodePolicy{8, max_splits == 8 ? 8 : 1, max_splits == 8 ? 16 : 4096, 1 << 20});
     for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
       for (int32_t hd : {64, 128}) {
         for (int32_t group : {4, 16}) {
@@ -470,6 +471,7 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
             const int32_t* dpos = Upload(pos);
             AttentionBatch batch{n_tok, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
             batch.may_have_runs = false;
+            batch.max_context = 200;
             const int32_t n_heads = 2 * group;
             const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 81 + hd + group, 2.f);
             const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 82 + hd + group, 2.f);

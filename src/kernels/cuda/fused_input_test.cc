@@ -9,6 +9,8 @@
 //    different matmul input changes nothing; MatMulSwiGlu equals MatMulShared + SwiGlu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/matmul_cuda.h"
@@ -290,6 +293,7 @@ class HintedAttentionTest : public FusedInputBackendTest {
     for (int64_t t = 0; t < n_tok; ++t) seq[t] = static_cast<int32_t>(t);
     AttentionBatch b{n_tok, Upload(pos), Upload(seq), Upload(tables_), Upload(table_lens_)};
     b.may_have_runs = false;
+    b.max_context = *std::max_element(pos.begin(), pos.end()) + 1;
     return b;
   }
   // The hinted attention then the matmul against the same two unhinted: attention outputs equal
@@ -354,6 +358,10 @@ class HintedAttentionTest : public FusedInputBackendTest {
 TEST_F(HintedAttentionTest, HintedAttentionGivesTheMatmulOfItsOutput) {
   UseBackendWith("HERD_CUDA_ATTN_QUANT_OUT");
   Sweep({1, 3, 8, 12}, {DType::kQ4_K, DType::kQ8_0, DType::kQ4_1}, 60, [](DType, int64_t n_tok) { return n_tok <= 8; });
+  // Every context of up to 8 tokens on the small-batch decode kernel (split merge in a cluster).
+  SetSmallDecodePolicy(SmallDecodePolicy{8, 8, 16, 1 << 20});
+  Sweep({1, 3, 8}, {DType::kQ4_K, DType::kQ8_0, DType::kQ4_1}, 61, [](DType, int64_t) { return true; });
+  SetSmallDecodePolicy(SmallDecodePolicy{});
 }
 
 // HERD_CUDA_ATTN_HALF_OUT on (the attention kernel or the split merge writes the O projection's
@@ -365,6 +373,10 @@ TEST_F(HintedAttentionTest, HintedAttentionGivesTheHalfInputOfItsOutput) {
   UseBackendWith("HERD_CUDA_ATTN_HALF_OUT");
   Sweep({1, 3, 12}, {DType::kF16, DType::kBF16, DType::kQ4_K}, 62,
         [](DType wt, int64_t n_tok) { return MatMulRunner::AutoPath(wt, n_tok) == MatMulPath::kTensorCore; });
+  SetSmallDecodePolicy(SmallDecodePolicy{8, 8, 16, 1 << 20});
+  Sweep({1, 3}, {DType::kF16, DType::kBF16, DType::kQ4_K}, 63,
+        [](DType wt, int64_t n_tok) { return MatMulRunner::AutoPath(wt, n_tok) == MatMulPath::kTensorCore; });
+  SetSmallDecodePolicy(SmallDecodePolicy{});
 }
 
 // MatMulSwiGlu (float weights: one GEMV launch with the SwiGLU in its epilogue at one token;

@@ -113,6 +113,7 @@ class QkvConcatTest : public CudaBackendTest {
   AttentionBatch Batch(bool may_have_runs) const {
     AttentionBatch b{static_cast<int64_t>(pos_.size()), dev_pos_, dev_seq_, tables_, lens_};
     b.may_have_runs = may_have_runs;
+    b.max_context = *std::max_element(pos_.begin(), pos_.end()) + 1;
     return b;
   }
 

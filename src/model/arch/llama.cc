@@ -343,10 +343,17 @@ class LlamaModel final : public Model {
     // kernel.
     const bool may_have_runs = !batch.OneTokenPerSequence();
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, may_have_runs};
+    // The context hint in steps of 128 positions up to 1,024 (0 past that): small decode batches
+    // pick their attention kernel by it, and the graph key holds it (bits 32-35).
+    int32_t max_pos = 0;
+    for (const int32_t p : batch.pos) max_pos = std::max(max_pos, p);
+    const int32_t ctx_bucket = max_pos < 1024 ? max_pos / 128 + 1 : 0;
+    ab.max_context = ctx_bucket * 128;
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
-    // token feedback (bit 29), may_have_runs (bit 30), every row a logit row in order (bit 31), generation.
+    // token feedback (bit 29), may_have_runs (bit 30), every row a logit row in order (bit 31), the
+    // context bucket (bits 32-35), generation.
     const bool fed_back = batch.feedback_rows > 0;
     // Every row is a logit row, in order (decode steps): the last residual add, the gather and
     // the output norm are one AddRmsNorm.
@@ -355,7 +362,8 @@ class LlamaModel final : public Model {
     if (T <= kMaxGraphTokens) {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
                     static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(may_have_runs) << 30 |
-                    static_cast<uint64_t>(all_rows_out) << 31 | ws_.generation << 32);
+                    static_cast<uint64_t>(all_rows_out) << 31 | static_cast<uint64_t>(ctx_bucket) << 32 |
+                    ws_.generation << 36);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
