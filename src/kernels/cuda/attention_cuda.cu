@@ -301,51 +301,6 @@ bool DecodeOnTensorCores(DType type, int head_dim, int group) {
          DecodeTcFlag().load(std::memory_order_relaxed);
 }
 
-// The small-batch decode kernel's policy (SmallDecodePolicy), initially from
-// HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT[:MAX_CONTEXT]]] when set (A/B runs).
-struct SmallPolicyState {
-  std::atomic<int> max_tokens, max_splits, min_split, max_context;
-  SmallPolicyState() {
-    SmallDecodePolicy d;
-    const char* e = std::getenv("HERD_CUDA_ATTN_SMALL");
-    int m = d.max_tokens, c = d.max_splits, s = d.min_split, x = d.max_context;
-    if (e != nullptr && std::sscanf(e, "%d:%d:%d:%d", &m, &c, &s, &x) >= 1 && m >= 0 && c >= 1 &&
-        c <= attn::kSmallMaxSplits && s >= 16 && s % 16 == 0 && x >= 0) {
-      d = SmallDecodePolicy{m, c, s, x};
-    }
-    max_tokens = d.max_tokens;
-    max_splits = d.max_splits;
-    min_split = d.min_split;
-    max_context = d.max_context;
-  }
-};
-static SmallPolicyState& SmallState() {
-  static SmallPolicyState state;
-  return state;
-}
-static SmallDecodePolicy Small() {
-  SmallPolicyState& s = SmallState();
-  return SmallDecodePolicy{s.max_tokens.load(std::memory_order_relaxed), s.max_splits.load(std::memory_order_relaxed),
-                           s.min_split.load(std::memory_order_relaxed), s.max_context.load(std::memory_order_relaxed)};
-}
-
-void SetSmallDecodePolicy(const SmallDecodePolicy& policy) {
-  HERD_CHECK(policy.max_tokens >= 0 && policy.max_splits >= 1 && policy.max_splits <= attn::kSmallMaxSplits &&
-             policy.min_split >= 16 &&
-             policy.min_split % 16 == 0 && policy.max_context >= 0);
-  SmallState().max_tokens.store(policy.max_tokens);
-  SmallState().max_splits.store(policy.max_splits);
-  SmallState().min_split.store(policy.min_split);
-  SmallState().max_context.store(policy.max_context);
-}
-
-bool DecodeUsesSmallKernel(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
-  const SmallDecodePolicy sp = Small();
-  return c.type == DType::kF16 && attn::SmallDecodeShapeApplies(c.head_dim, n_heads / c.n_kv_heads) &&
-         b.n_tokens >= 1 && b.n_tokens <= sp.max_tokens && (b.n_tokens == 1 || !b.may_have_runs) &&
-         b.max_context > 0 && b.max_context <= sp.max_context;
-}
-
 bool RopeFusesIntoAttention(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
   const int32_t group = n_heads / c.n_kv_heads;
   const bool runs = b.n_tokens > 1 && b.may_have_runs;
@@ -435,7 +390,7 @@ void LaunchSmall(const KvLayerView& c, const AttentionBatch& b, const float* q, 
                  bool out_bf16, DType format, void* buffer,
                  internal::QuantizedActivations* activations) {
   attn::Params p = BaseParams(c, b, q, n_heads, scale, out, out_half, out_bf16);
-  const SmallDecodePolicy sp = Small();
+  const SmallDecodePolicy sp = CurrentSmallDecodePolicy();
   const int64_t per_token =
       std::max<int64_t>(1, static_cast<int64_t>(num_sms) / (b.n_tokens * static_cast<int64_t>(c.n_kv_heads)));
   const int64_t cache_splits = (b.max_context + sp.min_split - 1) / sp.min_split;

@@ -82,7 +82,8 @@ bool RopeFusesIntoAttention(const KvLayerView& cache, const AttentionBatch& batc
 // its query heads of one kv head together (GQA: K/V read once for the group); runs of
 // consecutive positions (prefill) are cut into items of up to 16 query rows (tokens × heads).
 // Long contexts are split across up to 64 CTAs per item (flash-decoding, AttentionSplitPolicy),
-// merged by a second kernel. Softmax is online, in
+// merged by a second kernel. Small decode batches with a short AttentionBatch::max_context take
+// the small-batch kernel instead (SmallDecodePolicy below: one launch, tensor cores). Softmax is online, in
 // fp32; products in fp32, except on tensor cores (F16 caches: prefill runs with head_dim 64 /
 // 128, decode tokens with head_dim 64 / 128 unless SetDecodeOnTensorCores / SetDecodeMma(false)), where q and the
 // softmax weights are rounded to f16. The batch description (pos, seq, tables) is read before the previous
@@ -148,6 +149,7 @@ struct SmallDecodePolicy {
   int max_context = 512;
 };
 void SetSmallDecodePolicy(const SmallDecodePolicy& policy);
+SmallDecodePolicy CurrentSmallDecodePolicy();
 // Whether PagedAttention(cache, batch, .., n_heads, ..) runs on that kernel.
 bool DecodeUsesSmallKernel(const KvLayerView& cache, const AttentionBatch& batch, int32_t n_heads);
 

@@ -14,7 +14,9 @@
 //    still 5× under the effect of one wrong position.
 //    Outputs are NaN-poisoned first; reading an unwritten slot would bring in NaN.
 // Decode-only batches tell the backend so (AttentionBatch::may_have_runs false, as the model
-// does), except in DecodeBatchesWithTheRunsHintLeftOn.
+// does), except in DecodeBatchesWithTheRunsHintLeftOn; every batch gives its max_context hint,
+// so decode batches of up to 8 tokens with short contexts run on the small-batch kernel (tensor
+// cores: the 4e-3 bound), unless a test sets SmallDecodePolicy otherwise.
 // Batches: one decode token; many decode sequences of different lengths (crossing many blocks,
 // one 2100 long); a prefill chunk starting at position 70; a 300-token prefill from 0; a mixed
 // batch (decode tokens, chunks, a fresh sequence, one sequence's tokens in reverse order).

@@ -1,34 +1,37 @@
 // The small-batch decode attention kernel (LaunchSmallDecode, attention_internal.h): a few decode
 // tokens (each its sequence's only token in the batch) over an F16 cache, head_dim 64 / 128,
-// GQA group <= 8. The split merge and the output conversions run inside the kernel, so one
-// launch replaces the decode kernel + merge (+ quantization) pair.
+// GQA group <= 8, short contexts (the host's AttentionBatch::max_context hint; policy in
+// attention_cuda.h). The RoPE + K/V store, the split merge and the output conversions run inside
+// it: one launch replaces RoPE / decode / merge (+ quantization).
 //
-// Why a kernel of its own: at one sequence the SIMT decode kernel (attention_kernel.cuh, 92 KB
-// of code for its one-token instance) is latency-bound, 40% of its issue slots waiting on
-// instruction fetch, and the merge that follows costs a kernel boundary. This one is small
-// (rolled loops, one path) and its CTAs do little each.
+// Why a kernel of its own: in a b=1 decode step each layer's attention runs once on a cold
+// instruction cache between GEMVs; the SIMT decode kernel (attention_kernel.cuh, 92 KB of code
+// for its one-token instance) spent 40% of its issue slots on instruction fetch and its merge
+// cost a kernel boundary (8.5 + 4.0 us marginal in the 8B Q4_K_M step against 3.9 for this one;
+// bench/results/cuda-session12-2026-11-26.md). So: tensor cores (few instructions per
+// position), rolled loops around the copy code (the first, fully unrolled form with NewKvChunk in
+// every copy site was 127 KB and slower than the SIMT kernel), one NewKvChunk site.
 //
-// Grid: n_tokens x s_max x n_kv_heads CTAs (kv head fastest) of 128 threads; CTA (t, split, kvh)
-// takes the query heads of kv head kvh (group rows) and positions [begin, end) of the split: the
-// context [0, pos + 1) cut into ns <= s_max ranges of at least min_split positions (multiples of
-// 16); CTAs past ns exit. Per 64-position stage (two in shared memory, cp.async, the next one in
-// flight while one is computed):
-//   1. scores: thread (warp w, lane l) owns position l + 32 (w % 2) and heads w / 2, w / 2 + 2, ..
-//      (q · k over head_dim in fp32, q read from shared memory as broadcasts);
-//   2. every warp takes the stage's maxima per head (online softmax, exp2 domain), rescales its
-//      accumulators and turns the scores of its own 16 positions into weights;
-//   3. P · V: warp w sums its 16 positions into o[head][dims] (lane owns head_dim / 32 dims).
-// The 4 warps' accumulators are added through shared memory. One split: the CTA writes the
-// output. Several: each writes its normalised partial and (max, sum), then counts itself in
-// counters[t, kvh]; the last to arrive merges the ns partials (split order, so the result does
-// not depend on which CTA is last) and writes the output, then resets the counter to 0.
+// Grid: n_tokens x n_kv_heads x s_max CTAs of 128 threads (split fastest; with s_max > 1 the
+// s_max splits of one (token, kv head) are one thread-block cluster). CTA (t, kvh, split) takes
+// the group's query heads as the 16 rows of mma.sync m16n8k16 tiles (rows past the group zero)
+// and positions [begin, end) of its split: the context [0, pos + 1) cut into ns <= s_max ranges
+// of at least min_split positions (multiples of 16). Per 64-position stage (two in shared
+// memory, cp.async; the block-table lookups of the first two before PdlWait, their copies too
+// with Params::copy_before_wait), warp w takes positions [16 w, 16 w + 16) of the stage:
+// S = Q·Kᵀ (ldmatrix of K rows), online softmax on the accumulators (exp2 domain, per warp),
+// P rounded to f16 as the A fragment of O += P·V (ldmatrix.trans of V rows): the numerics of
+// attention_decode_tc.cu (q·scale·log2(e) and P in f16, everything else fp32). The 4 warps'
+// (max, sum, O) are combined through shared memory; one split (ns == 1, the whole cluster
+// knows it) writes the output and the other CTAs leave at once; several put their normalised
+// rows and (max, sum) in shared memory and split 0 weighs them through distributed shared
+// memory (split order: deterministic), between two cluster barriers.
 // Outputs (one thread per 8 consecutive values of the group's rows): out (float), out_half
 // (rounded as ConvertActivations) and, for F = Q8_0 / Q8_1 / Q8_K, the O projection's int8
 // activations (QuantizeOctet: the bytes QuantizeActivations writes).
-// RoPE + K/V store (Params::rope_inv_freq): q rotated as it is loaded, the new position's K/V
-// row built by NewKvChunk (into the stage and the cache) by the split that holds it; with
-// Params::copy_before_wait the earlier positions of the first two stages are copied before
-// PdlWait (contract: attention_internal.h).
+// RoPE + K/V store (Params::rope_inv_freq): q rotated as it is staged (f16, shared memory), the
+// new position's K/V row built by NewKvChunk (into its stage and the cache) by the split that
+// holds it, after PdlWait.
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 

@@ -1,6 +1,6 @@
-// How PagedAttention splits contexts over CTAs (flash-decoding): the process-wide policy
-// (SetAttentionSplitPolicy, attention_cuda.h) and the split count per work item of a launch
-// (attn::SplitsPerItem, attention_internal.h). Host code only.
+// How PagedAttention splits contexts over CTAs (flash-decoding): the process-wide policies
+// (SetAttentionSplitPolicy, SetSmallDecodePolicy, attention_cuda.h) and the split count per work
+// item of a launch (attn::SplitsPerItem, attention_internal.h). Host code only.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -55,6 +55,55 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
   Policy().ctas_per_sm.store(policy.ctas_per_sm);
   Policy().min_tiles.store(policy.min_tiles);
   Policy().max_splits.store(policy.max_splits);
+}
+
+// The small-batch decode kernel's policy (SmallDecodePolicy), initially from
+// HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT[:MAX_CONTEXT]]] when set (A/B runs).
+namespace {
+
+struct SmallPolicyState {
+  std::atomic<int> max_tokens, max_splits, min_split, max_context;
+  SmallPolicyState() {
+    SmallDecodePolicy d;
+    const char* e = std::getenv("HERD_CUDA_ATTN_SMALL");
+    int m = d.max_tokens, c = d.max_splits, s = d.min_split, x = d.max_context;
+    if (e != nullptr && std::sscanf(e, "%d:%d:%d:%d", &m, &c, &s, &x) >= 1 && m >= 0 && c >= 1 &&
+        c <= attn::kSmallMaxSplits && s >= 16 && s % 16 == 0 && x >= 0) {
+      d = SmallDecodePolicy{m, c, s, x};
+    }
+    max_tokens = d.max_tokens;
+    max_splits = d.max_splits;
+    min_split = d.min_split;
+    max_context = d.max_context;
+  }
+};
+SmallPolicyState& SmallState() {
+  static SmallPolicyState state;
+  return state;
+}
+}  // namespace
+
+SmallDecodePolicy CurrentSmallDecodePolicy() {
+  SmallPolicyState& s = SmallState();
+  return SmallDecodePolicy{s.max_tokens.load(std::memory_order_relaxed), s.max_splits.load(std::memory_order_relaxed),
+                           s.min_split.load(std::memory_order_relaxed), s.max_context.load(std::memory_order_relaxed)};
+}
+
+void SetSmallDecodePolicy(const SmallDecodePolicy& policy) {
+  HERD_CHECK(policy.max_tokens >= 0 && policy.max_splits >= 1 && policy.max_splits <= attn::kSmallMaxSplits &&
+             policy.min_split >= 16 &&
+             policy.min_split % 16 == 0 && policy.max_context >= 0);
+  SmallState().max_tokens.store(policy.max_tokens);
+  SmallState().max_splits.store(policy.max_splits);
+  SmallState().min_split.store(policy.min_split);
+  SmallState().max_context.store(policy.max_context);
+}
+
+bool DecodeUsesSmallKernel(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
+  const SmallDecodePolicy sp = CurrentSmallDecodePolicy();
+  return c.type == DType::kF16 && attn::SmallDecodeShapeApplies(c.head_dim, n_heads / c.n_kv_heads) &&
+         b.n_tokens >= 1 && b.n_tokens <= sp.max_tokens && (b.n_tokens == 1 || !b.may_have_runs) &&
+         b.max_context > 0 && b.max_context <= sp.max_context;
 }
 
 namespace attn {
