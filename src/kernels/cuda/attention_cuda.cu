@@ -386,9 +386,8 @@ void SetUpRope(attn::Params* p, const KvLayerView& c, const AttentionBatch& b, i
 // The small-batch decode kernel (DecodeUsesSmallKernel): attention, merge and outputs in one launch;
 // int8 activations of `format` into buffer unless kF32.
 void LaunchSmall(const KvLayerView& c, const AttentionBatch& b, const float* q, int32_t n_heads, float scale,
-                 float* out, int num_sms, cudaStream_t stream, const RopeStoreArgs* rope, void* out_half,
-                 bool out_bf16, DType format, void* buffer,
-                 internal::QuantizedActivations* activations) {
+                 float* out, int num_sms, cudaStream_t stream, const RopeStoreArgs* rope, void* out_half, bool out_bf16,
+                 DType format, void* buffer, internal::QuantizedActivations* activations) {
   attn::Params p = BaseParams(c, b, q, n_heads, scale, out, out_half, out_bf16);
   const SmallDecodePolicy sp = CurrentSmallDecodePolicy();
   const int64_t per_token =
@@ -474,8 +473,7 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
   CheckShapes(c, n_heads);
   if (b.n_tokens <= 0) return;
   if (DecodeUsesSmallKernel(c, b, n_heads)) {
-    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, nullptr, false, DType::kF32, nullptr,
-                nullptr);
+    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, nullptr, false, DType::kF32, nullptr, nullptr);
     return;
   }
   const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope);
@@ -494,8 +492,7 @@ bool PagedAttentionHalf(const KvLayerView& c, const AttentionBatch& b, const flo
   // The prefill tensor-core kernel writes only the float output.
   if (b.n_tokens <= 0 || half_out == nullptr || (b.n_tokens > 1 && b.may_have_runs)) return false;
   if (DecodeUsesSmallKernel(c, b, n_heads)) {
-    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, half_out, bf16, DType::kF32, nullptr,
-                nullptr);
+    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, half_out, bf16, DType::kF32, nullptr, nullptr);
     return true;
   }
   const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope, half_out, bf16);
@@ -510,8 +507,7 @@ bool PagedAttentionQuantized(const KvLayerView& c, const AttentionBatch& b, cons
   CheckShapes(c, n_heads);
   if (b.n_tokens <= 0 || !attn::MergeQuantizeTakes(n_heads, n_heads / c.n_kv_heads, c.head_dim, format)) return false;
   if (DecodeUsesSmallKernel(c, b, n_heads)) {
-    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, nullptr, false, format, buffer,
-                activations);
+    LaunchSmall(c, b, q, n_heads, scale, out, num_sms, stream, rope, nullptr, false, format, buffer, activations);
     return true;
   }
   const attn::Params p = LaunchAttention(c, b, q, n_heads, scale, out, num_sms, scratch, stream, rope);

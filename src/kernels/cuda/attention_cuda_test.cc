@@ -345,7 +345,8 @@ TEST_F(CudaAttentionTest, F16WithoutTheSmallBatchKernel) {
 // with one split per token (several shared-memory stages per CTA).
 TEST_F(CudaAttentionTest, F16SmallBatchKernelSplits) {
   uint32_t seed = 300;
-  for (const SmallDecodePolicy policy : {SmallDecodePolicy{8, 8, 16, 1 << 20}, SmallDecodePolicy{8, 1, 4096, 1 << 20}}) {
+  for (const SmallDecodePolicy policy :
+       {SmallDecodePolicy{8, 8, 16, 1 << 20}, SmallDecodePolicy{8, 1, 4096, 1 << 20}}) {
     SetSmallDecodePolicy(policy);
     for (const BatchSpec& b : Batches()) {
       SCOPED_TRACE("min split " + std::to_string(policy.min_split));

@@ -65,15 +65,15 @@ constexpr int kMaxCluster = kSmallMaxSplits;  // a portable cluster size
 template <int HD>
 constexpr int kPitchS = 2 * HD + 16;  // bytes per K / V row in shared memory (ldmatrix conflict-free)
 template <int HD>
-constexpr int kStageBytes = 2 * kSub * kPitchS<HD>;  // K rows then V rows
+constexpr int kStageBytes = 2 * kSub* kPitchS<HD>;  // K rows then V rows
 // Floats after the two stages: the split's output [8][HD] (before it, the q rows as f16
 // [16][kPitchS]: 64 floats more), its (max, sum) [8], RoPE cos/sin [HD], merge weights
 // [8][kMaxCluster].
 template <int HD>
-constexpr int kPvFloats = kSmallMaxGroup * HD + 64;
+constexpr int kPvFloats = kSmallMaxGroup* HD + 64;
 static_assert(16 * (2 * 64 + 16) <= 4 * kPvFloats<64> && 16 * (2 * 128 + 16) <= 4 * kPvFloats<128>);
 template <int HD>
-constexpr int kFloats = kPvFloats<HD> + 2 * kSmallMaxGroup + HD + kSmallMaxGroup * kMaxCluster;
+constexpr int kFloats = kPvFloats<HD> + 2 * kSmallMaxGroup + HD + kSmallMaxGroup* kMaxCluster;
 template <int HD>
 constexpr int kSmemSmall = 2 * kStageBytes<HD> + 4 * kFloats<HD>;
 static_assert(kWarpsS * kSmallMaxGroup * (64 * 4 + 8) <= 2 * kStageBytes<64>, "warp sums fit in the stages");
@@ -106,9 +106,9 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
   const int G = p.group, h0 = kvh * G;
   const int32_t* table = p.tables[p.seq[t]];
   float* pv = reinterpret_cast<float*>(smem + 2 * kStageBytes<HD>);  // [G][HD] this split's output
-  float2* pml = reinterpret_cast<float2*>(pv + kPvFloats<HD>);         // [G] its (max, sum)
-  float* cs = reinterpret_cast<float*>(pml + kSmallMaxGroup);         // RoPE: [half] cos, [half] sin
-  float* wts = cs + HD;                                               // [G][kMaxCluster] merge weights
+  float2* pml = reinterpret_cast<float2*>(pv + kPvFloats<HD>);       // [G] its (max, sum)
+  float* cs = reinterpret_cast<float*>(pml + kSmallMaxGroup);        // RoPE: [half] cos, [half] sin
+  float* wts = cs + HD;                                              // [G][kMaxCluster] merge weights
   const bool rope = p.rope_inv_freq != nullptr;
   if (rope && active) RopeAngles(p.rope_positions[t], p.rope_inv_freq, p.rope_half, cs);
 
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
 
   for (int k = 0; k < n_sub; ++k) {
     asm volatile("cp.async.wait_group 1;\n" ::);
-    __syncthreads();  // stage k (and the new row) visible to all
+    __syncthreads();                                // stage k (and the new row) visible to all
     const int base = begin + k * kSub + warp * 16;  // this warp's 16 positions
     if (base < end) {
       const uint8_t* ks = smem + (k & 1) * kStageBytes<HD> + warp * 16 * kPitchS<HD>;
@@ -409,8 +409,8 @@ void LaunchSmallDecode(const Params& p, int32_t min_split, DType format, void* b
   SmallDecodeArgs a{p, {}, min_split};
   if (format != DType::kF32) {
     HERD_CHECK((p.group * p.head_dim) % 256 == 0 && buffer != nullptr && activations != nullptr);
-    a.act = internal::MakeActOut(
-        buffer, internal::MakeActLayout(p.n_tokens, static_cast<int64_t>(p.n_heads) * p.head_dim));
+    a.act =
+        internal::MakeActOut(buffer, internal::MakeActLayout(p.n_tokens, static_cast<int64_t>(p.n_heads) * p.head_dim));
     *activations = internal::ActView(format, a.act);
   }
   const int64_t grid = static_cast<int64_t>(p.n_tokens) * p.s_max * p.n_kv_heads;

@@ -91,8 +91,7 @@ SmallDecodePolicy CurrentSmallDecodePolicy() {
 
 void SetSmallDecodePolicy(const SmallDecodePolicy& policy) {
   HERD_CHECK(policy.max_tokens >= 0 && policy.max_splits >= 1 && policy.max_splits <= attn::kSmallMaxSplits &&
-             policy.min_split >= 16 &&
-             policy.min_split % 16 == 0 && policy.max_context >= 0);
+             policy.min_split >= 16 && policy.min_split % 16 == 0 && policy.max_context >= 0);
   SmallState().max_tokens.store(policy.max_tokens);
   SmallState().max_splits.store(policy.max_splits);
   SmallState().min_split.store(policy.min_split);
@@ -102,8 +101,8 @@ void SetSmallDecodePolicy(const SmallDecodePolicy& policy) {
 bool DecodeUsesSmallKernel(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
   const SmallDecodePolicy sp = CurrentSmallDecodePolicy();
   return c.type == DType::kF16 && attn::SmallDecodeShapeApplies(c.head_dim, n_heads / c.n_kv_heads) &&
-         b.n_tokens >= 1 && b.n_tokens <= sp.max_tokens && (b.n_tokens == 1 || !b.may_have_runs) &&
-         b.max_context > 0 && b.max_context <= sp.max_context;
+         b.n_tokens >= 1 && b.n_tokens <= sp.max_tokens && (b.n_tokens == 1 || !b.may_have_runs) && b.max_context > 0 &&
+         b.max_context <= sp.max_context;
 }
 
 namespace attn {
