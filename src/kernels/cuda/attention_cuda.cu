@@ -390,10 +390,7 @@ void LaunchSmall(const KvLayerView& c, const AttentionBatch& b, const float* q, 
                  DType format, void* buffer, internal::QuantizedActivations* activations) {
   attn::Params p = BaseParams(c, b, q, n_heads, scale, out, out_half, out_bf16);
   const SmallDecodePolicy sp = CurrentSmallDecodePolicy();
-  const int64_t per_token =
-      std::max<int64_t>(1, static_cast<int64_t>(num_sms) / (b.n_tokens * static_cast<int64_t>(c.n_kv_heads)));
-  const int64_t cache_splits = (b.max_context + sp.min_split - 1) / sp.min_split;
-  p.s_max = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>({per_token, cache_splits, sp.max_splits})));
+  p.s_max = attn::SmallDecodeSplits(sp, num_sms, b.n_tokens, c.n_kv_heads, b.max_context);
   SetUpRope(&p, c, b, n_heads, rope, stream);
   attn::LaunchSmallDecode(p, sp.min_split, format, buffer, activations, stream);
 }

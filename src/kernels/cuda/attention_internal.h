@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "tensor/dtype.h"
 
@@ -242,6 +243,10 @@ bool LaunchMergeQuantize(const Params& p, DType format, void* buffer, cudaStream
 constexpr int kSmallMaxGroup = 8;
 constexpr int kSmallMaxSplits = 8;
 bool SmallDecodeShapeApplies(int head_dim, int group);
+// Its splits per token (Params::s_max, host side, attention_split.cc): min(policy.max_splits,
+// num_sms / (n_tokens * n_kv_heads), ceil(max_context / policy.min_split)), at least 1.
+int32_t SmallDecodeSplits(const SmallDecodePolicy& policy, int num_sms, int64_t n_tokens, int32_t n_kv_heads,
+                          int32_t max_context);
 void LaunchSmallDecode(const Params& p, int32_t min_split, DType format, void* buffer,
                        internal::QuantizedActivations* activations, cudaStream_t stream);
 bool MergeQuantizeTakes(int32_t n_heads, int32_t group, int32_t head_dim, DType format);

@@ -107,6 +107,14 @@ bool DecodeUsesSmallKernel(const KvLayerView& c, const AttentionBatch& b, int32_
 
 namespace attn {
 
+int32_t SmallDecodeSplits(const SmallDecodePolicy& policy, int num_sms, int64_t n_tokens, int32_t n_kv_heads,
+                          int32_t max_context) {
+  HERD_CHECK(n_tokens > 0 && n_kv_heads > 0 && policy.min_split > 0);
+  const int64_t per_token = std::max<int64_t>(1, num_sms / (n_tokens * n_kv_heads));
+  const int64_t by_context = (static_cast<int64_t>(max_context) + policy.min_split - 1) / policy.min_split;
+  return static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>({per_token, by_context, policy.max_splits})));
+}
+
 void FillSplitPolicy(SplitInputs* in) {
   in->ctas_per_sm = Policy().ctas_per_sm.load(std::memory_order_relaxed);
   in->min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);

@@ -75,5 +75,63 @@ TEST(AttentionSplitTest, NeverMoreThanTheCacheOrThePolicyAllow) {
   EXPECT_EQ(SplitsPerItem(in), 1);  // never below one
 }
 
+// The small-batch decode kernel's splits per token (SmallDecodeSplits), default policy: one split
+// per 128 positions of the context hint, at most 8 (a portable cluster) and at most the SMs per
+// (token, kv head).
+TEST(AttentionSplitTest, SmallDecodeKernelSplitsByTheContextHint) {
+  const SmallDecodePolicy d;
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 1, 8, 1), 1);
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 1, 8, 128), 1);  // tg128: no cluster
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 1, 8, 129), 2);
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 1, 8, 512), 4);
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 1, 8, 4096), 8);  // capped by max_splits
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 8, 8, 512), 2);   // 132 / 64 CTAs per (token, kv head)
+  EXPECT_EQ(SmallDecodeSplits(d, 132, 8, 32, 512), 1);  // never below one
+  EXPECT_EQ(SmallDecodeSplits(SmallDecodePolicy{8, 2, 16, 512}, 132, 1, 8, 512), 2);
+}
+
+// Which batches take the small-batch kernel (DecodeUsesSmallKernel; host only): decode batches
+// of up to 8 tokens over F16 caches with head_dim 64 / 128 and group <= 8 whose context hint is
+// set and at most 512.
+TEST(AttentionSplitTest, SmallDecodeKernelTakesShortDecodeBatchesOnly) {
+  KvLayerView c;
+  c.type = DType::kF16;
+  c.n_kv_heads = 8;
+  c.head_dim = 128;
+  c.block_size = 16;
+  c.n_blocks = 64;
+  AttentionBatch b;
+  b.n_tokens = 1;
+  b.max_context = 128;
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));  // one token: runs impossible even with the hint on
+  b.max_context = 512;
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));
+  b.max_context = 513;
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
+  b.max_context = 0;  // unknown
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
+  b.max_context = 64;
+  b.n_tokens = 8;
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));  // may hold runs
+  b.may_have_runs = false;
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));
+  b.n_tokens = 9;
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
+  b.n_tokens = 2;
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 128));  // group 16
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 8));     // group 1
+  c.head_dim = 96;
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
+  c.head_dim = 64;
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));
+  c.type = DType::kQ8_0;
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
+  c.type = DType::kF16;
+  SetSmallDecodePolicy(SmallDecodePolicy{0, 8, 128, 512});
+  EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
+  SetSmallDecodePolicy(SmallDecodePolicy{});
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));
+}
+
 }  // namespace
 }  // namespace herd::cuda::attn
