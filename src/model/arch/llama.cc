@@ -343,11 +343,12 @@ class LlamaModel final : public Model {
     // kernel.
     const bool may_have_runs = !batch.OneTokenPerSequence();
     AttentionBatch ab{T, ws_.pos, ws_.seq, ws_.table_ptrs, ws_.table_lens, may_have_runs};
-    // The context hint in steps of 128 positions up to 1,024 (0 past that): small decode batches
-    // pick their attention kernel by it, and the graph key holds it (bits 32-35).
+    // The context hint for batches of up to 8 tokens, in steps of 128 positions up to 1,024 (0
+    // past that, and for larger batches, which would only recapture graphs for nothing): small
+    // decode batches pick their attention kernel by it, and the graph key holds it (bits 32-35).
     int32_t max_pos = 0;
     for (const int32_t p : batch.pos) max_pos = std::max(max_pos, p);
-    const int32_t ctx_bucket = max_pos < 1024 ? max_pos / 128 + 1 : 0;
+    const int32_t ctx_bucket = T <= 8 && max_pos < 1024 ? max_pos / 128 + 1 : 0;
     ab.max_context = ctx_bucket * 128;
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
