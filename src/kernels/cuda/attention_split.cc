@@ -2,10 +2,10 @@
 // (SetAttentionSplitPolicy, SetSmallDecodePolicy, attention_cuda.h) and the split count per work
 // item of a launch (attn::SplitsPerItem, attention_internal.h). Host code only.
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include "base/check.h"
 #include "kernels/cuda/attention_cuda.h"
@@ -14,26 +14,60 @@
 namespace herd::cuda {
 namespace {
 
-// The split policy (AttentionSplitPolicy), initially from
-// HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES[:MAX_SPLITS] when set (A/B runs of whole models).
-struct PolicyState {
-  std::atomic<int> ctas_per_sm, min_tiles, max_splits;
-  PolicyState() {
-    AttentionSplitPolicy d;
-    const char* e = std::getenv("HERD_CUDA_ATTN");
-    int c = d.ctas_per_sm, m = d.min_tiles, x = d.max_splits;
-    if (e != nullptr && std::sscanf(e, "%d:%d:%d", &c, &m, &x) >= 2 && c >= 1 && m >= 1 && x >= 1 &&
-        x <= attn::kMaxSplits) {
-      d = AttentionSplitPolicy{c, m, x};
-    }
-    ctas_per_sm = d.ctas_per_sm;
-    min_tiles = d.min_tiles;
-    max_splits = d.max_splits;
+// A process-wide policy: read by each launch, set by tests and A/B runs.
+template <typename P>
+class PolicyCell {
+ public:
+  explicit PolicyCell(const P& initial) : policy_(initial) {}
+  P Load() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return policy_;
   }
+  void Store(const P& policy) {
+    std::lock_guard<std::mutex> lock(mu_);
+    policy_ = policy;
+  }
+
+ private:
+  std::mutex mu_;
+  P policy_;
 };
-PolicyState& Policy() {
-  static PolicyState state;
-  return state;
+
+bool Valid(const AttentionSplitPolicy& p) {
+  return p.ctas_per_sm >= 1 && p.min_tiles >= 1 && p.max_splits >= 1 && p.max_splits <= attn::kMaxSplits;
+}
+bool Valid(const SmallDecodePolicy& p) {
+  return p.max_tokens >= 0 && p.max_splits >= 1 && p.max_splits <= attn::kSmallMaxSplits && p.min_split >= 16 &&
+         p.min_split % 16 == 0 && p.max_context >= 0;
+}
+
+// The split policy (AttentionSplitPolicy), initially from
+// HERD_CUDA_ATTN=CTAS_PER_SM:MIN_TILES[:MAX_SPLITS] when set and valid (A/B runs of whole models).
+PolicyCell<AttentionSplitPolicy>& SplitPolicy() {
+  static PolicyCell<AttentionSplitPolicy> cell([] {
+    AttentionSplitPolicy p;
+    const char* e = std::getenv("HERD_CUDA_ATTN");
+    if (e != nullptr && std::sscanf(e, "%d:%d:%d", &p.ctas_per_sm, &p.min_tiles, &p.max_splits) >= 2 && Valid(p)) {
+      return p;
+    }
+    return AttentionSplitPolicy{};
+  }());
+  return cell;
+}
+
+// The small-batch decode kernel's policy (SmallDecodePolicy), initially from
+// HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT[:MAX_CONTEXT]]] when set and valid.
+PolicyCell<SmallDecodePolicy>& SmallPolicy() {
+  static PolicyCell<SmallDecodePolicy> cell([] {
+    SmallDecodePolicy p;
+    const char* e = std::getenv("HERD_CUDA_ATTN_SMALL");
+    if (e != nullptr &&
+        std::sscanf(e, "%d:%d:%d:%d", &p.max_tokens, &p.max_splits, &p.min_split, &p.max_context) >= 1 && Valid(p)) {
+      return p;
+    }
+    return SmallDecodePolicy{};
+  }());
+  return cell;
 }
 
 // How many times fewer split CTAs the tensor-core variant of the split decode kernel wants than
@@ -50,52 +84,15 @@ int MmaSplitDivisor() {
 }  // namespace
 
 void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy) {
-  HERD_CHECK(policy.ctas_per_sm >= 1 && policy.min_tiles >= 1 && policy.max_splits >= 1 &&
-             policy.max_splits <= attn::kMaxSplits);
-  Policy().ctas_per_sm.store(policy.ctas_per_sm);
-  Policy().min_tiles.store(policy.min_tiles);
-  Policy().max_splits.store(policy.max_splits);
+  HERD_CHECK(Valid(policy));
+  SplitPolicy().Store(policy);
 }
 
-// The small-batch decode kernel's policy (SmallDecodePolicy), initially from
-// HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT[:MAX_CONTEXT]]] when set (A/B runs).
-namespace {
-
-struct SmallPolicyState {
-  std::atomic<int> max_tokens, max_splits, min_split, max_context;
-  SmallPolicyState() {
-    SmallDecodePolicy d;
-    const char* e = std::getenv("HERD_CUDA_ATTN_SMALL");
-    int m = d.max_tokens, c = d.max_splits, s = d.min_split, x = d.max_context;
-    if (e != nullptr && std::sscanf(e, "%d:%d:%d:%d", &m, &c, &s, &x) >= 1 && m >= 0 && c >= 1 &&
-        c <= attn::kSmallMaxSplits && s >= 16 && s % 16 == 0 && x >= 0) {
-      d = SmallDecodePolicy{m, c, s, x};
-    }
-    max_tokens = d.max_tokens;
-    max_splits = d.max_splits;
-    min_split = d.min_split;
-    max_context = d.max_context;
-  }
-};
-SmallPolicyState& SmallState() {
-  static SmallPolicyState state;
-  return state;
-}
-}  // namespace
-
-SmallDecodePolicy CurrentSmallDecodePolicy() {
-  SmallPolicyState& s = SmallState();
-  return SmallDecodePolicy{s.max_tokens.load(std::memory_order_relaxed), s.max_splits.load(std::memory_order_relaxed),
-                           s.min_split.load(std::memory_order_relaxed), s.max_context.load(std::memory_order_relaxed)};
-}
+SmallDecodePolicy CurrentSmallDecodePolicy() { return SmallPolicy().Load(); }
 
 void SetSmallDecodePolicy(const SmallDecodePolicy& policy) {
-  HERD_CHECK(policy.max_tokens >= 0 && policy.max_splits >= 1 && policy.max_splits <= attn::kSmallMaxSplits &&
-             policy.min_split >= 16 && policy.min_split % 16 == 0 && policy.max_context >= 0);
-  SmallState().max_tokens.store(policy.max_tokens);
-  SmallState().max_splits.store(policy.max_splits);
-  SmallState().min_split.store(policy.min_split);
-  SmallState().max_context.store(policy.max_context);
+  HERD_CHECK(Valid(policy));
+  SmallPolicy().Store(policy);
 }
 
 bool DecodeUsesSmallKernel(const KvLayerView& c, const AttentionBatch& b, int32_t n_heads) {
@@ -116,9 +113,10 @@ int32_t SmallDecodeSplits(const SmallDecodePolicy& policy, int num_sms, int64_t 
 }
 
 void FillSplitPolicy(SplitInputs* in) {
-  in->ctas_per_sm = Policy().ctas_per_sm.load(std::memory_order_relaxed);
-  in->min_tiles = Policy().min_tiles.load(std::memory_order_relaxed);
-  in->max_splits = Policy().max_splits.load(std::memory_order_relaxed);
+  const AttentionSplitPolicy p = SplitPolicy().Load();
+  in->ctas_per_sm = p.ctas_per_sm;
+  in->min_tiles = p.min_tiles;
+  in->max_splits = p.max_splits;
   in->mma_divisor = MmaSplitDivisor();
 }
 

@@ -94,6 +94,7 @@ TEST(AttentionSplitTest, SmallDecodeKernelSplitsByTheContextHint) {
 // of up to 8 tokens over F16 caches with head_dim 64 / 128 and group <= 8 whose context hint is
 // set and at most 512.
 TEST(AttentionSplitTest, SmallDecodeKernelTakesShortDecodeBatchesOnly) {
+  SetSmallDecodePolicy(SmallDecodePolicy{});  // whatever HERD_CUDA_ATTN_SMALL said
   KvLayerView c;
   c.type = DType::kF16;
   c.n_kv_heads = 8;
