@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/attention_decode_step.cuh"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_rope.cuh"
@@ -63,7 +64,7 @@ constexpr int kWarpsS = 4;
 constexpr int kMaxCluster = kSmallMaxSplits;  // a portable cluster size
 
 template <int HD>
-constexpr int kPitchS = 2 * HD + 16;  // bytes per K / V row in shared memory (ldmatrix conflict-free)
+constexpr int kPitchS = kDecodePitch<HD>;  // bytes per K / V row in shared memory
 template <int HD>
 constexpr int kStageBytes = 2 * kSub* kPitchS<HD>;  // K rows then V rows
 // Floats after the two stages: the split's output [8][HD] (before it, the q rows as f16
@@ -201,10 +202,8 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
     const int row = (lane % 8) + 8 * ((lane / 8) % 2);
     LdMatrixX4(qf[kk], reinterpret_cast<const uint8_t*>(qsm) + row * kPitchS<HD> + (kk * 16 + 8 * (lane / 16)) * 2);
   }
-  float o[HD / 8][4];
-#pragma unroll
-  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
+  DecodeRows<HD> st;
+  st.Init();
 
   for (int k = 0; k < n_sub; ++k) {
     asm volatile("cp.async.wait_group 1;\n" ::);
@@ -213,63 +212,7 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
     if (base < end) {
       const uint8_t* ks = smem + (k & 1) * kStageBytes<HD> + warp * 16 * kPitchS<HD>;
       const uint8_t* vs = ks + kSub * kPitchS<HD>;
-      // S = Q Kᵀ: two n-tiles of 8 positions.
-      float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-      for (int kk = 0; kk < HD / 16; ++kk) {
-        const int row = (lane & 7) + ((lane >> 4) << 3);
-        const int col = kk * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t b[4];
-        LdMatrixX4(b, ks + row * kPitchS<HD> + col * 2);
-        Mma(sc[0], qf[kk], b[0], b[1]);
-        Mma(sc[1], qf[kk], b[2], b[3]);
-      }
-      const int cb = base + (lane % 4) * 2;
-      float mx_a = -INFINITY, mx_b = -INFINITY;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          if (cb + nt * 8 + e >= end) sc[nt][e] = sc[nt][2 + e] = -INFINITY;
-          mx_a = fmaxf(mx_a, sc[nt][e]);
-          mx_b = fmaxf(mx_b, sc[nt][2 + e]);
-        }
-      }
-      QuadMax(mx_a, mx_b);
-      const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);  // finite: position base is valid
-      const float al_a = exp2f(m_a - mn_a), al_b = exp2f(m_b - mn_b);
-      m_a = mn_a;
-      m_b = mn_b;
-      uint32_t pf[4];
-      float sum_a = 0.f, sum_b = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const float p0 = exp2f(sc[nt][0] - mn_a), p1 = exp2f(sc[nt][1] - mn_a);
-        const float p2 = exp2f(sc[nt][2] - mn_b), p3 = exp2f(sc[nt][3] - mn_b);
-        sum_a += p0 + p1;
-        sum_b += p2 + p3;
-        pf[nt * 2] = PackHalf2(p0, p1);
-        pf[nt * 2 + 1] = PackHalf2(p2, p3);
-      }
-      QuadSum(sum_a, sum_b);
-      l_a = l_a * al_a + sum_a;
-      l_b = l_b * al_b + sum_b;
-#pragma unroll
-      for (int nt = 0; nt < HD / 8; nt += 2) {
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          o[nt + u][0] *= al_a;
-          o[nt + u][1] *= al_a;
-          o[nt + u][2] *= al_b;
-          o[nt + u][3] *= al_b;
-        }
-        const int row = (lane & 7) + (((lane >> 3) & 1) << 3);
-        const int col = nt * 8 + ((lane >> 4) << 3);
-        uint32_t b[4];
-        LdMatrixX4Trans(b, vs + row * kPitchS<HD> + col * 2);
-        Mma(o[nt], pf, b[0], b[1]);
-        Mma(o[nt + 1], pf, b[2], b[3]);
-      }
+      DecodeStep16<HD>(st, qf, ks, vs, base, end, lane);
     }
     __syncthreads();  // the stage is free
     if (k + 2 < n_sub) {
@@ -293,9 +236,9 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
       float* dst = ow + (warp * G + r) * HD + (lane % 4) * 2;
 #pragma unroll
       for (int nt = 0; nt < HD / 8; ++nt) {
-        *reinterpret_cast<float2*>(dst + nt * 8) = make_float2(o[nt][2 * half], o[nt][2 * half + 1]);
+        *reinterpret_cast<float2*>(dst + nt * 8) = make_float2(st.o[nt][2 * half], st.o[nt][2 * half + 1]);
       }
-      if (lane % 4 == 0) wml[warp * G + r] = half == 0 ? make_float2(m_a, l_a) : make_float2(m_b, l_b);
+      if (lane % 4 == 0) wml[warp * G + r] = half == 0 ? make_float2(st.m_a, st.l_a) : make_float2(st.m_b, st.l_b);
     }
   }
   __syncthreads();

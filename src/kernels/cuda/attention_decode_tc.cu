@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/attention_decode_step.cuh"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -34,7 +35,7 @@ constexpr int kChunk = 16;        // positions per warp step (the k of P·V)
 constexpr int kDecodeStages = 2;  // 3 and 4 measured slower (fewer CTAs per SM)
 
 template <int HD>
-constexpr int kPitch = HD * 2 + 16;  // bytes per K/V row in shared memory
+constexpr int kPitch = kDecodePitch<HD>;  // bytes per K/V row in shared memory
 template <int HD>
 constexpr int kStageBytes = 2 * kChunk* kPitch<HD>;  // K rows then V rows of one chunk
 // Shared memory: the warps' rings, reused at the end for the warps' O [4][16][HD] floats and
@@ -124,11 +125,8 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
       qf[kk][3] = q_pair(rb, d + 8);
     }
   }
-  float o[HD / 8][4];
-#pragma unroll
-  for (int i = 0; i < HD / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  float m_a = -INFINITY, m_b = -INFINITY, l_a = 0.f, l_b = 0.f;
-
+  DecodeRows<HD> st;
+  st.Init();
   for (int k = 0; k < mine; ++k) {
     if (k + kDecodeStages - 1 < mine)
       issue(warp + kWarps * (k + kDecodeStages - 1), (k + kDecodeStages - 1) % kDecodeStages);
@@ -137,70 +135,8 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
     __syncwarp();  // every lane's pieces of chunk k have landed
     const uint8_t* ks = ring + (k % kDecodeStages) * kStageBytes<HD>;
     const uint8_t* vs = ks + kChunk * kPitch<HD>;
-
-    // S = Q Kᵀ: two n-tiles of 8 positions.
-    float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      // lanes 0-7: positions i at dims kk*16; 8-15: same positions, +8 dims; 16-31: positions +8.
-      const int row = (lane & 7) + ((lane >> 4) << 3);
-      const int col = kk * 16 + ((lane >> 3) & 1) * 8;
-      uint32_t b[4];
-      LdMatrixX4(b, ks + row * kPitch<HD> + col * 2);
-      Mma(s[0], qf[kk], b[0], b[1]);
-      Mma(s[1], qf[kk], b[2], b[3]);
-    }
-    // Positions past the split's end (zero-filled) are masked; a row spans the 4 lanes of a quad.
-    const int base = begin + (warp + kWarps * k) * kChunk + (lane % 4) * 2;
-    float mx_a = -INFINITY, mx_b = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        if (base + nt * 8 + e >= end) s[nt][e] = s[nt][2 + e] = -INFINITY;
-        mx_a = fmaxf(mx_a, s[nt][e]);
-        mx_b = fmaxf(mx_b, s[nt][2 + e]);
-      }
-    }
-    QuadMax(mx_a, mx_b);
-    // A chunk holds at least one position before `end`, so the new maxima are finite.
-    const float mn_a = fmaxf(m_a, mx_a), mn_b = fmaxf(m_b, mx_b);
-    const float al_a = exp2f(m_a - mn_a), al_b = exp2f(m_b - mn_b);  // 0 on the first chunk
-    m_a = mn_a;
-    m_b = mn_b;
-    uint32_t pf[4];  // P as the A fragment of the 16-position k-step
-    float sum_a = 0.f, sum_b = 0.f;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) {
-      const float p0 = exp2f(s[nt][0] - mn_a), p1 = exp2f(s[nt][1] - mn_a);
-      const float p2 = exp2f(s[nt][2] - mn_b), p3 = exp2f(s[nt][3] - mn_b);
-      sum_a += p0 + p1;
-      sum_b += p2 + p3;
-      pf[nt * 2] = PackHalf2(p0, p1);
-      pf[nt * 2 + 1] = PackHalf2(p2, p3);
-    }
-    QuadSum(sum_a, sum_b);
-    l_a = l_a * al_a + sum_a;
-    l_b = l_b * al_b + sum_b;
-    // O = O * alpha + P V: n-tiles of 8 dims, two per ldmatrix.x4.trans.
-#pragma unroll
-    for (int nt = 0; nt < HD / 8; nt += 2) {
-      o[nt][0] *= al_a;
-      o[nt][1] *= al_a;
-      o[nt][2] *= al_b;
-      o[nt][3] *= al_b;
-      o[nt + 1][0] *= al_a;
-      o[nt + 1][1] *= al_a;
-      o[nt + 1][2] *= al_b;
-      o[nt + 1][3] *= al_b;
-      // lanes 0-7: positions i at dims nt*8; 8-15: positions +8; 16-31: dims +8.
-      const int row = (lane & 7) + (((lane >> 3) & 1) << 3);
-      const int col = nt * 8 + ((lane >> 4) << 3);
-      uint32_t b[4];
-      LdMatrixX4Trans(b, vs + row * kPitch<HD> + col * 2);
-      Mma(o[nt], pf, b[0], b[1]);
-      Mma(o[nt + 1], pf, b[2], b[3]);
-    }
+    // A chunk holds at least one position before `end`; positions past it (zero-filled) are masked.
+    DecodeStep16<HD>(st, qf, ks, vs, begin + (warp + kWarps * k) * kChunk, end, lane);
     __syncwarp();  // the stage is refilled by a later issue
   }
   asm volatile("cp.async.wait_group 0;\n" ::);
@@ -216,9 +152,10 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
     float* dst = ow + (warp * 16 + r) * HD;
 #pragma unroll
     for (int nt = 0; nt < HD / 8; ++nt) {
-      *reinterpret_cast<float2*>(dst + nt * 8 + (lane % 4) * 2) = make_float2(o[nt][2 * half], o[nt][2 * half + 1]);
+      *reinterpret_cast<float2*>(dst + nt * 8 + (lane % 4) * 2) =
+          make_float2(st.o[nt][2 * half], st.o[nt][2 * half + 1]);
     }
-    if (lane % 4 == 0) ml[warp * 16 + r] = half == 0 ? make_float2(m_a, l_a) : make_float2(m_b, l_b);
+    if (lane % 4 == 0) ml[warp * 16 + r] = half == 0 ? make_float2(st.m_a, st.l_a) : make_float2(st.m_b, st.l_b);
   }
   __syncthreads();
   for (int i = tid; i < nh * HD; i += kWarps * 32) {
