@@ -139,9 +139,11 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 // kv heads), ceil(max_context / min_split)) (min_split a multiple of 16); one split launches
 // without clusters. Process-wide; initially
 // HERD_CUDA_ATTN_SMALL=MAX_TOKENS[:MAX_SPLITS[:MIN_SPLIT[:MAX_CONTEXT]]] when set (max_tokens 0:
-// off). Defaults measured on H100 (bench/results/cuda-session12-2026-11-26.md): one sequence of
-// 64 / 128 / 512 / 4,096 positions (8B shape) 3.7 / 4.9 / 8.6 / 25.5 us against 6.8 / 7.3 / 8.2 /
-// 18.5 for the kernels below, hence the context limit.
+// off). Defaults measured on H100: kernel alone (8B shape, warm instruction cache), one sequence
+// of 64 / 128 / 512 / 4,096 positions 3.2 / 4.1 / 8.6 / 25.5 us against 6.7 / 7.2 / 7.8 / 18.5
+// for the kernels below (bench/results/cuda-session12-2026-11-26.md); inside models decoding at
+// positions 384-511 it is still faster (8B Q4_K_M +1.9%, 1B Q4_K_M +12.6%;
+// bench/results/cuda-session13-2026-11-26.md), hence the 512-position limit.
 struct SmallDecodePolicy {
   int max_tokens = 8;
   int max_splits = 8;

@@ -341,7 +341,7 @@ TEST_F(CudaAttentionTest, F16WithoutTheSmallBatchKernel) {
   Sweep(this, DType::kF16);
   SetSmallDecodePolicy(SmallDecodePolicy{});
 }
-// The small-batch kernel with splits of 16 positions (up to 64 splits, merged in the kernel) and
+// The small-batch kernel with splits of 16 positions (up to 8 splits, merged in a cluster) and
 // with one split per token (several shared-memory stages per CTA).
 TEST_F(CudaAttentionTest, F16SmallBatchKernelSplits) {
   uint32_t seed = 300;

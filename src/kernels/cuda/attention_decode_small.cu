@@ -64,11 +64,9 @@ constexpr int kWarpsS = 4;
 constexpr int kMaxCluster = kSmallMaxSplits;  // a portable cluster size
 
 template <int HD>
-constexpr int kPitchS = kDecodePitch<HD>;  // bytes per K / V row in shared memory
-template <int HD>
-constexpr int kStageBytes = 2 * kSub* kPitchS<HD>;  // K rows then V rows
+constexpr int kStageBytes = 2 * kSub* kDecodePitch<HD>;  // K rows then V rows
 // Floats after the two stages: the split's output [8][HD] (before it, the q rows as f16
-// [16][kPitchS]: 64 floats more), its (max, sum) [8], RoPE cos/sin [HD], merge weights
+// [16][kDecodePitch]: 64 floats more), its (max, sum) [8], RoPE cos/sin [HD], merge weights
 // [8][kMaxCluster].
 template <int HD>
 constexpr int kPvFloats = kSmallMaxGroup* HD + 64;
@@ -134,15 +132,15 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
   // RoPE (with it, new_row builds that row).
   auto issue = [&](int sub, const int64_t* off) {
     uint8_t* kd = smem + (sub & 1) * kStageBytes<HD>;
-    uint8_t* vd = kd + kSub * kPitchS<HD>;
+    uint8_t* vd = kd + kSub * kDecodePitch<HD>;
     const int first = begin + sub * kSub;
 #pragma unroll
     for (int it = 0; it < kIt; ++it) {
       const int idx = tid + it * kWarpsS * 32, j = idx / kPieces, c = idx % kPieces;
       const bool ok = off[it] >= 0;
       if (ok && rope && first + j == pos0) continue;
-      CpAsync16(kd + j * kPitchS<HD> + 16 * c, p.k + (ok ? off[it] : 0), ok);
-      CpAsync16(vd + j * kPitchS<HD> + 16 * c, p.v + (ok ? off[it] : 0), ok);
+      CpAsync16(kd + j * kDecodePitch<HD> + 16 * c, p.k + (ok ? off[it] : 0), ok);
+      CpAsync16(vd + j * kDecodePitch<HD> + 16 * c, p.v + (ok ? off[it] : 0), ok);
     }
   };
   // With the fused RoPE: the new position's row, built from new_k / new_v (after PdlWait) into
@@ -152,8 +150,8 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
     if (!rope || sub >= n_sub || pos0 >= end || j < 0 || j >= kSub) return;
     uint8_t* kd = smem + (sub & 1) * kStageBytes<HD>;
     for (int c = tid; c < kPieces; c += kWarpsS * 32) {
-      NewKvChunk<KvKind::kF16, HD>(p, t, kvh, c, cs, kd + j * kPitchS<HD> + 16 * c,
-                                   kd + (kSub + j) * kPitchS<HD> + 16 * c, slot_offset(pos0) + 16 * c);
+      NewKvChunk<KvKind::kF16, HD>(p, t, kvh, c, cs, kd + j * kDecodePitch<HD> + 16 * c,
+                                   kd + (kSub + j) * kDecodePitch<HD> + 16 * c, slot_offset(pos0) + 16 * c);
     }
   };
 
@@ -165,7 +163,7 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
   for (int sub = 0; sub < 2; ++sub) {
     if (sub < n_sub) offsets(sub, off01[sub]);
   }
-  __half* qsm = reinterpret_cast<__half*>(pv);  // [16][kPitchS] q rows as f16 (pv is free until the end)
+  __half* qsm = reinterpret_cast<__half*>(pv);  // [16][kDecodePitch] q rows as f16 (pv is free until the end)
 #pragma unroll 1
   for (int phase = 0; phase < 2; ++phase) {
     if (phase == 1) {
@@ -192,7 +190,7 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
       if (rope && pr < p.rope_half) x = RotatePair(x, cs[pr], cs[p.rope_half + pr]);
       h = __floats2half2_rn(x.x * p.scale_log2, x.y * p.scale_log2);
     }
-    *reinterpret_cast<__half2*>(reinterpret_cast<uint8_t*>(qsm) + r * kPitchS<HD> + 4 * pr) = h;
+    *reinterpret_cast<__half2*>(reinterpret_cast<uint8_t*>(qsm) + r * kDecodePitch<HD> + 4 * pr) = h;
   }
   __syncthreads();
   const int ra = lane / 4, rb = ra + 8;  // accumulator rows of this lane
@@ -200,7 +198,8 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
 #pragma unroll
   for (int kk = 0; kk < HD / 16; ++kk) {
     const int row = (lane % 8) + 8 * ((lane / 8) % 2);
-    LdMatrixX4(qf[kk], reinterpret_cast<const uint8_t*>(qsm) + row * kPitchS<HD> + (kk * 16 + 8 * (lane / 16)) * 2);
+    LdMatrixX4(qf[kk],
+               reinterpret_cast<const uint8_t*>(qsm) + row * kDecodePitch<HD> + (kk * 16 + 8 * (lane / 16)) * 2);
   }
   DecodeRows<HD> st;
   st.Init();
@@ -210,8 +209,8 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
     __syncthreads();                                // stage k (and the new row) visible to all
     const int base = begin + k * kSub + warp * 16;  // this warp's 16 positions
     if (base < end) {
-      const uint8_t* ks = smem + (k & 1) * kStageBytes<HD> + warp * 16 * kPitchS<HD>;
-      const uint8_t* vs = ks + kSub * kPitchS<HD>;
+      const uint8_t* ks = smem + (k & 1) * kStageBytes<HD> + warp * 16 * kDecodePitch<HD>;
+      const uint8_t* vs = ks + kSub * kDecodePitch<HD>;
       DecodeStep16<HD>(st, qf, ks, vs, base, end, lane);
     }
     __syncthreads();  // the stage is free

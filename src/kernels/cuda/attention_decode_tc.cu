@@ -35,9 +35,7 @@ constexpr int kChunk = 16;        // positions per warp step (the k of P·V)
 constexpr int kDecodeStages = 2;  // 3 and 4 measured slower (fewer CTAs per SM)
 
 template <int HD>
-constexpr int kPitch = kDecodePitch<HD>;  // bytes per K/V row in shared memory
-template <int HD>
-constexpr int kStageBytes = 2 * kChunk* kPitch<HD>;  // K rows then V rows of one chunk
+constexpr int kStageBytes = 2 * kChunk* kDecodePitch<HD>;  // K rows then V rows of one chunk
 // Shared memory: the warps' rings, reused at the end for the warps' O [4][16][HD] floats and
 // (max, sum) [4][16] float2.
 template <int HD>
@@ -81,7 +79,7 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
   constexpr int kPerLane = kChunk * kPieces / 32;
   auto issue = [&](int c, int st) {
     uint8_t* kd = ring + st * kStageBytes<HD>;
-    uint8_t* vd = kd + kChunk * kPitch<HD>;
+    uint8_t* vd = kd + kChunk * kDecodePitch<HD>;
     const int first = begin + c * kChunk;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
@@ -94,8 +92,8 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
         const int64_t slot = static_cast<int64_t>(table[lb]) * p.block_size + (pp - lb * p.block_size);
         off = (slot * p.n_kv_heads + kvh) * p.vec_bytes + piece * 16;
       }
-      CpAsync16(kd + j * kPitch<HD> + piece * 16, p.k + off, ok);
-      CpAsync16(vd + j * kPitch<HD> + piece * 16, p.v + off, ok);
+      CpAsync16(kd + j * kDecodePitch<HD> + piece * 16, p.k + off, ok);
+      CpAsync16(vd + j * kDecodePitch<HD> + piece * 16, p.v + off, ok);
     }
   };
 
@@ -134,7 +132,7 @@ __global__ void __launch_bounds__(kWarps * 32, HD == 128 ? 3 : 4) DecodeTcKernel
     asm volatile("cp.async.wait_group %0;\n" ::"n"(kDecodeStages - 1));
     __syncwarp();  // every lane's pieces of chunk k have landed
     const uint8_t* ks = ring + (k % kDecodeStages) * kStageBytes<HD>;
-    const uint8_t* vs = ks + kChunk * kPitch<HD>;
+    const uint8_t* vs = ks + kChunk * kDecodePitch<HD>;
     // A chunk holds at least one position before `end`; positions past it (zero-filled) are masked.
     DecodeStep16<HD>(st, qf, ks, vs, begin + (warp + kWarps * k) * kChunk, end, lane);
     __syncwarp();  // the stage is refilled by a later issue
