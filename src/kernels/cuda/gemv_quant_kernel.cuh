@@ -80,11 +80,18 @@ __device__ __forceinline__ void DotStep(const uint8_t* buf, const QuantizedActiv
   }
 }
 
+// HERD_GEMV_ACT_EARLY=0 (variant builds, A/B runs): one-token instances load a step's
+// activations after the wait for its weights, as every instance did before 2026-11-26.
+#ifndef HERD_GEMV_ACT_EARLY
+#define HERD_GEMV_ACT_EARLY 1
+#endif
+
 // Persistent over rows: block b takes row groups b, b + gridDim.x, ... (kWarps / wpr rows per
 // group); the wpr warps of a row take its steps interleaved, each streaming its steps through
 // its own ring of kStages shared-memory buffers, so the copies of the next steps (of this row
 // or the next) are in flight while one is computed. Per step each lane decodes its 64 weight
-// codes once and multiplies them with every token row (quant_dot.cuh).
+// codes once and multiplies them with every token row (quant_dot.cuh); one-token instances load
+// the step's activations before waiting for its weights, so the two latencies overlap.
 // Rows from a.t1_row0 on are of type T1 (T1 == T0: one type; else a pair with the same block
 // size and activation format, e.g. Q4_K Q/K with a Q6_K V: one launch instead of two).
 template <DType T0, DType T1, int NT>
@@ -138,14 +145,31 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
   for (int t = 0; t < NT; ++t) acc[t] = 0.f;
   for (int j = 0; j < len; ++j) {
     issue(j + kStages - 1);
-    CpAsyncWait<kStages - 1>();
-    __syncwarp();
     const int k = j / sp, s = j - k * sp;
     const int gr = first_row + k * row_stride;
     const int step = part + s * wpr;
     const int nb = step_blocks(gr, step);
+    ActLane early;  // NT == 1: this step's activations, loaded before the wait for its weights
+    if constexpr (NT == 1 && HERD_GEMV_ACT_EARLY) {
+      if (nb > 0 && LaneActive<T0>(lane, nb)) LoadAct<T0>(a.x, 0, step, lane, early);
+    }
+    CpAsyncWait<kStages - 1>();
+    __syncwarp();
     if (nb > 0) {
-      if (T0 != T1 && gr >= a.t1_row0) {
+      const bool t1 = T0 != T1 && gr >= a.t1_row0;
+      if constexpr (NT == 1 && HERD_GEMV_ACT_EARLY) {
+        if (LaneActive<T0>(lane, nb)) {
+          if (t1) {
+            Lane<T1> w;
+            LaneLoad<T1>(w, smem[warp][j % kStages], lane, nb);
+            acc[0] += w.Dot(early);
+          } else {
+            Lane<T0> w;
+            LaneLoad<T0>(w, smem[warp][j % kStages], lane, nb);
+            acc[0] += w.Dot(early);
+          }
+        }
+      } else if (t1) {
         DotStep<T1, NT>(smem[warp][j % kStages], a.x, step, lane, nb, a.n_tok, acc);
       } else {
         DotStep<T0, NT>(smem[warp][j % kStages], a.x, step, lane, nb, a.n_tok, acc);

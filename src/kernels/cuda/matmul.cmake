@@ -20,3 +20,11 @@ herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)
 # Norm / SwiGLU fused with the GEMV's activation quantization (quant_fused.cu, PrepareMatMulInput);
 # Q/K/V as one GEMM read in place by the attention (MatMulConcatenated).
 herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc)
+
+# The decode feed-forward as one stream against two concurrent graph branches (timing only).
+#   build/bin/herd_cuda_ffn_branch_bench [--layers 32] [--frac 0.5]
+add_executable(herd_cuda_ffn_branch_bench ${CMAKE_CURRENT_LIST_DIR}/ffn_branch_bench.cu)
+target_link_libraries(herd_cuda_ffn_branch_bench PRIVATE herd_kernels_cuda)
+target_compile_options(herd_cuda_ffn_branch_bench PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
+set_target_properties(herd_cuda_ffn_branch_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

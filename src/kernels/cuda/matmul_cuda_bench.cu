@@ -1,6 +1,6 @@
 // MatMulRunner benchmark on llama-3.1-8b and llama-3.2-1b projection shapes.
 //   herd_cuda_matmul_bench [--models 8b,1b] [--types F16,BF16,Q8_0,Q4_0,Q4_K,Q6_K]
-//                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc,tcf,cublas]
+//                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc,tcf,cublas,stream]
 //                          [--pdl 1] [--float-pdl-mb 64] [--groups -1] [--shape 4096:14336] [--split 2]
 // Shapes n_in:n_out, and n_in:n1+n2+n3 for weights sharing one launch (MatMulShared, as the
 // model's Q/K/V and gate/up run), e.g. --shape 4096:4096+1024+1024.
@@ -10,6 +10,7 @@
 // decode), timed by CUDA events over --reps replays; the median per call is printed with the
 // weight bandwidth (weight bytes / time) and TFLOP/s (2 n_in n_out n_tok / time). Activation
 // conversion kernels are part of each call. "auto" marks the path MatMulRunner picks by default.
+// "stream": no matmul, a kernel that only reads the weight bytes (the read floor for that size).
 // --pdl (0|1), --float-pdl-mb MB, --groups N and --split N set internal::GemvOptions (A/B of GEMV launch choices).
 // Also prints the device-to-device copy bandwidth (bytes read + written) for reference.
 #include <cuda_runtime.h>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "tensor/dtype.h"
@@ -71,6 +73,24 @@ __global__ void FillKernel(uint8_t* p, size_t n, uint32_t seed, int block, int f
 __global__ void FillFloatKernel(float* p, size_t n, uint32_t seed) {
   const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) p[i] = (static_cast<float>(Hash(i, seed) & 0xFFFF) / 32768.f - 1.f) + 0.001f;
+}
+
+// The read floor of a weight ("stream" path): every 16-byte word of [p, p + n) loaded once
+// (grid-stride, four loads in flight per thread), no math; the xor of the words is stored only
+// when it equals an improbable value, so the loads cannot be dropped. PDL as the GEMVs.
+__global__ void __launch_bounds__(256) StreamReadKernel(const uint4* p, size_t n, uint32_t* sink) {
+  PdlTrigger();
+  PdlWait();
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  uint32_t acc = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) v[k] = i + k * stride < n ? __ldcs(p + i + k * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;
 }
 
 void Fields(DType t, int* f0, int* f1) {
@@ -245,8 +265,19 @@ int Main(int argc, char** argv) {
           off += RowBytes(*type, s.n_in) * rows;
         }
       }
+      static const int stream_blocks_per_sm = [] {
+        const char* e = std::getenv("HERD_BENCH_STREAM_BLOCKS_PER_SM");  // default 8 (2,048 threads)
+        return e != nullptr ? std::max(1, std::atoi(e)) : 8;
+      }();
+      static uint32_t* sink = nullptr;
+      if (sink == nullptr) HERD_CUDA_CHECK(cudaMalloc(&sink, 4));
+      bool stream_path = false;
       auto call = [&](int c, int64_t n_tok) {
-        if (n_w == 1) {
+        if (stream_path) {
+          LaunchPdlIf(internal::GemvProgrammaticLaunch(), StreamReadKernel,
+                      dim3(static_cast<unsigned>(prop.multiProcessorCount * stream_blocks_per_sm)), dim3(256), 0, stream,
+                      static_cast<const uint4*>(ws[c]), bytes / 16, sink);
+        } else if (n_w == 1) {
           runner.MatMul(views[c][0], x, n_tok, y);
         } else {
           runner.MatMulShared(views[c], x, n_tok, ys);
@@ -258,8 +289,10 @@ int Main(int argc, char** argv) {
                                   : pname == "tcf"    ? MatMulPath::kTensorCoreFused
                                   : pname == "cublas" ? MatMulPath::kTensorCoreCublas
                                                       : MatMulPath::kGemv;
+          stream_path = pname == "stream";
+          if (stream_path && n_tok != tok_list[0]) continue;
           if (path == MatMulPath::kGemv && n_tok > 64) continue;
-          if (path != MatMulPath::kGemv && n_tok == 1 && Traits(*type).quantized) continue;
+          if (path != MatMulPath::kGemv && n_tok == 1 && Traits(*type).quantized && !stream_path) continue;
           if (path != MatMulPath::kGemv && path != MatMulPath::kTensorCore && *type == DType::kF32) continue;
           runner.set_path(path);
           for (int c = 0; c < copies; ++c) call(c, n_tok);  // warm-up
@@ -292,7 +325,7 @@ int Main(int argc, char** argv) {
           std::printf("%-4s %6lld %15s %-5s %4lld %-5s %5s %10.1f %8.0f %8.1f\n", s.model,
                       static_cast<long long>(s.n_in), s.OutLabel().c_str(), tname.c_str(),
                       static_cast<long long>(n_tok), pname.c_str(),
-                      MatMulRunner::AutoPath(*type, n_tok) == path ? "*" : "", us, bytes / (us * 1e-6) / 1e9,
+                      !stream_path && MatMulRunner::AutoPath(*type, n_tok) == path ? "*" : "", us, bytes / (us * 1e-6) / 1e9,
                       2.0 * s.n_in * n_out * n_tok / (us * 1e-6) / 1e12);
           std::fflush(stdout);
         }
