@@ -37,6 +37,15 @@ constexpr int kMaxTok = 8;                 // tokens per launch
 constexpr int kMaxSegs = 4;                // weights per launch
 constexpr int kWantWarps = 4096;           // split rows over more warps while the grid has fewer
 
+// j / d by a float reciprocal r = 1.f / d, exact for 0 <= j <= kSmallDivMax and any d >= 1:
+// (j + 0.5) / d lies at least 0.5 / d from an integer, and the two float roundings (r, then
+// the product; j + 0.5 is exact) move it by less than (j + 0.5) / d * 2^-23 < 0.5 / d.
+// Three instructions instead of an integer division's ~20 in the GEMV loops.
+inline constexpr int kSmallDivMax = (1 << 21) - 1;
+__host__ __device__ __forceinline__ int SmallDiv(int j, float r) {
+  return static_cast<int>((static_cast<float>(j) + 0.5f) * r);
+}
+
 // The weights of one launch: rows [row0[s], row0[s+1]) of the concatenation are rows of seg s.
 struct Segs {
   const uint8_t* w[kMaxSegs];

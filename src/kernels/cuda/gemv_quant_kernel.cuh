@@ -85,6 +85,37 @@ __device__ __forceinline__ void DotStep(const uint8_t* buf, const QuantizedActiv
 #ifndef HERD_GEMV_ACT_EARLY
 #define HERD_GEMV_ACT_EARLY 1
 #endif
+#ifndef HERD_GEMV_ACT_EARLY_MIXED  // the same for launches of two types (0: off for them)
+#define HERD_GEMV_ACT_EARLY_MIXED 1
+#endif
+// HERD_GEMV_FAST_DIV / HERD_GEMV_COPY_UNROLL (variant builds): the step index split by a float
+// reciprocal instead of an integer division; whole aligned steps copied by an unrolled loop.
+#ifndef HERD_GEMV_FAST_DIV
+#define HERD_GEMV_FAST_DIV 1
+#endif
+#ifndef HERD_GEMV_COPY_UNROLL
+#define HERD_GEMV_COPY_UNROLL 1
+#endif
+// HERD_GEMV_NO_MATH (timing builds only, wrong results): 1 skips the weight decode and dot
+// products of one-token instances, 2 also their activation loads.
+#ifndef HERD_GEMV_NO_MATH
+#define HERD_GEMV_NO_MATH 0
+#endif
+
+// Copies a step of `bytes` from src to dst (both 16-byte aligned) by the 32 lanes of a warp:
+// kFull (a whole step of the type) unrolled, else StageCopy's loop.
+template <int kFull>
+__device__ __forceinline__ void StageCopyStep(uint8_t* dst, const uint8_t* src, int bytes, bool aligned, int lane) {
+  if (HERD_GEMV_COPY_UNROLL && aligned && bytes == kFull) {
+#pragma unroll
+    for (int i = 0; i < (kFull / 16 + 31) / 32; ++i) {
+      const int off = (lane + 32 * i) * 16;
+      if ((i + 1) * 32 * 16 <= kFull || off < kFull) CpAsync16(dst + off, src + off);
+    }
+  } else {
+    StageCopy(dst, src, bytes, aligned, lane, 32);
+  }
+}
 
 // Persistent over rows: block b takes row groups b, b + gridDim.x, ... (kWarps / wpr rows per
 // group); the wpr warps of a row take its steps interleaved, each streaming its steps through
@@ -113,6 +144,10 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
   const int groups = r0 < total ? (total - r0 + row_stride - 1) / row_stride : 0;  // block-uniform
   const int sp = (a.n_steps + wpr - 1) / wpr;  // steps per part (the last part may have fewer)
   const int len = groups * sp;
+  const float inv_sp = 1.f / static_cast<float>(sp);
+  constexpr bool kEarly = NT == 1 && HERD_GEMV_ACT_EARLY && (T0 == T1 || HERD_GEMV_ACT_EARLY_MIXED);
+  // j / sp (block-uniform choice of the path).
+  auto div_sp = [&](int j) { return HERD_GEMV_FAST_DIV && len <= kSmallDivMax ? SmallDiv(j, inv_sp) : j / sp; };
 
   // Blocks of step `step` (0 when the row or the step does not exist).
   auto step_blocks = [&](int gr, int step) {
@@ -120,7 +155,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
   };
   auto issue = [&](int j) {
     if (j < len) {
-      const int k = j / sp;
+      const int k = div_sp(j);
       const int gr = first_row + k * row_stride;
       const int step = part + (j - k * sp) * wpr;
       const int nb = step_blocks(gr, step);
@@ -130,8 +165,11 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
         const bool t1 = T0 != T1 && gr >= a.t1_row0;
         const int64_t off = t1 ? row * a.row_bytes1 + static_cast<int64_t>(step) * B1::kStepBytes
                                : row * a.row_bytes + static_cast<int64_t>(step) * B0::kStepBytes;
-        StageCopy(smem[warp][j % kStages], a.segs.w[seg] + off, nb * (t1 ? B1::kBytes : B0::kBytes), a.aligned, lane,
-                  32);
+        if (t1) {
+          StageCopyStep<B1::kStepBytes>(smem[warp][j % kStages], a.segs.w[seg] + off, nb * B1::kBytes, a.aligned, lane);
+        } else {
+          StageCopyStep<B0::kStepBytes>(smem[warp][j % kStages], a.segs.w[seg] + off, nb * B0::kBytes, a.aligned, lane);
+        }
       }
     }
     CpAsyncCommit();
@@ -145,19 +183,21 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
   for (int t = 0; t < NT; ++t) acc[t] = 0.f;
   for (int j = 0; j < len; ++j) {
     issue(j + kStages - 1);
-    const int k = j / sp, s = j - k * sp;
+    const int k = div_sp(j), s = j - k * sp;
     const int gr = first_row + k * row_stride;
     const int step = part + s * wpr;
     const int nb = step_blocks(gr, step);
     ActLane early;  // NT == 1: this step's activations, loaded before the wait for its weights
-    if constexpr (NT == 1 && HERD_GEMV_ACT_EARLY) {
+    if constexpr (kEarly && HERD_GEMV_NO_MATH < 2) {
       if (nb > 0 && LaneActive<T0>(lane, nb)) LoadAct<T0>(a.x, 0, step, lane, early);
     }
     CpAsyncWait<kStages - 1>();
     __syncwarp();
     if (nb > 0) {
       const bool t1 = T0 != T1 && gr >= a.t1_row0;
-      if constexpr (NT == 1 && HERD_GEMV_ACT_EARLY) {
+      if constexpr (NT == 1 && HERD_GEMV_NO_MATH) {
+        acc[0] += static_cast<float>(HERD_GEMV_NO_MATH < 2 ? early.q[0] & 1 : 0);
+      } else if constexpr (kEarly) {
         if (LaneActive<T0>(lane, nb)) {
           if (t1) {
             Lane<T1> w;

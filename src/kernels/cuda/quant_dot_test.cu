@@ -14,6 +14,7 @@
 
 #include "base/fp16.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/quant_decode.cuh"
 #include "kernels/cuda/quant_dot.cuh"
 #include "kernels/quants.h"
@@ -184,6 +185,19 @@ TEST(QuantDecodeTest, CodeAtIsExactForEveryCode) {
     }
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// The GEMV's step-index division (gemv_common.cuh): exact over its whole stated range for the
+// divisors a launch can have (steps per warp part, 1..64), exhaustively.
+TEST(GemvSmallDivTest, EqualsIntegerDivisionOverItsRange) {
+  for (int d = 1; d <= 64; ++d) {
+    const float r = 1.f / static_cast<float>(d);
+    int bad = 0, first_bad = -1;
+    for (int j = 0; j <= internal::gemv::kSmallDivMax; ++j) {
+      if (internal::gemv::SmallDiv(j, r) != j / d && bad++ == 0) first_bad = j;
+    }
+    EXPECT_EQ(bad, 0) << "divisor " << d << ", first wrong at j = " << first_bad;
+  }
 }
 
 }  // namespace
