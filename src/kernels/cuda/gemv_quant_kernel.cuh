@@ -125,7 +125,9 @@ __device__ __forceinline__ void StageCopyStep(uint8_t* dst, const uint8_t* src, 
 // the step's activations before waiting for its weights, so the two latencies overlap.
 // Rows from a.t1_row0 on are of type T1 (T1 == T0: one type; else a pair with the same block
 // size and activation format, e.g. Q4_K Q/K with a Q6_K V: one launch instead of two).
-template <DType T0, DType T1, int NT>
+// kEarlyAct = false: the one-token instance without the early loads (fewer registers, more
+// resident blocks; LaunchGemvQuant picks it where that fits the grid in one wave).
+template <DType T0, DType T1, int NT, bool kEarlyAct = true>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 0)
     GemvQuantKernel(const __grid_constant__ QuantArgs a) {
   using B0 = QBlock<T0>;
@@ -145,7 +147,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
   const int sp = (a.n_steps + wpr - 1) / wpr;  // steps per part (the last part may have fewer)
   const int len = groups * sp;
   const float inv_sp = 1.f / static_cast<float>(sp);
-  constexpr bool kEarly = NT == 1 && HERD_GEMV_ACT_EARLY && (T0 == T1 || HERD_GEMV_ACT_EARLY_MIXED);
+  constexpr bool kEarly = NT == 1 && kEarlyAct && HERD_GEMV_ACT_EARLY && (T0 == T1 || HERD_GEMV_ACT_EARLY_MIXED);
   // j / sp (block-uniform choice of the path).
   auto div_sp = [&](int j) { return HERD_GEMV_FAST_DIV && len <= kSmallDivMax ? SmallDiv(j, inv_sp) : j / sp; };
 
@@ -234,11 +236,34 @@ struct QuantKernelWith {
     static constexpr auto kFn = GemvQuantKernel<T0, T1, NT>;
   };
 };
+template <DType T1>
+struct PlainKernelWith {
+  template <DType T0, int NT>
+  struct K {
+    static constexpr auto kFn = GemvQuantKernel<T0, T1, NT, false>;
+  };
+};
+
+// HERD_CUDA_GEMV_WAVE_RULE (default 1; matmul_gemv.cu): whether one-token launches whose grid
+// would fit one wave only without the early activation loads take the instance without them.
+bool GemvWaveRule();
 
 // One launch of GemvQuantKernel<T0, T1, n> for a.n_tok tokens (LaunchByTok: 1, 2, 4 or 8
 // accumulators), `blocks` row groups, `per_block` of them per thread block (0: persistent).
+// One token, one group per block: the early-load instance (56 registers for Q4_K: 9 blocks per
+// H100 SM) unless the grid fits one wave of the plain one (40: 12 blocks) but not of it, e.g. an
+// 8B Q/K/V launch of 1,536 blocks, where the second partial wave costs more than the early loads
+// save.
 template <DType T0, DType T1>
 void LaunchGemvQuant(const QuantArgs& a, int blocks, int per_block, bool pdl, cudaStream_t stream) {
+  if (a.n_tok <= 1 && per_block == 1 && GemvWaveRule()) {
+    static const int early = ResidentBlocks(GemvQuantKernel<T0, T1, 1, true>);
+    static const int plain = ResidentBlocks(GemvQuantKernel<T0, T1, 1, false>);
+    if (blocks > early && blocks <= plain) {
+      LaunchGrid<PlainKernelWith<T1>::template K, T0, 1>(a, blocks, per_block, pdl, stream);
+      return;
+    }
+  }
   LaunchByTok<QuantKernelWith<T1>::template K, T0>(a, blocks, per_block, pdl, stream);
 }
 

@@ -57,6 +57,7 @@ std::atomic<bool> g_pdl{EnvOn("HERD_CUDA_GEMV_PDL")};
 std::atomic<int> g_groups_per_block{EnvIntOr("HERD_CUDA_GEMV_GROUPS", -1)};
 std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages - 1)};
 const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
+const bool g_wave_rule = EnvOn("HERD_CUDA_GEMV_WAVE_RULE");
 
 // Launches the weights ws[order[k]] (those of t0 first, then those of t1; t1 == t0: one type)
 // in launches of up to kMaxSegs weights.
@@ -118,6 +119,10 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
 }  // namespace
 
 bool GemvProgrammaticLaunch() { return g_pdl.load(std::memory_order_relaxed); }
+
+namespace gemv {
+bool GemvWaveRule() { return g_wave_rule; }
+}  // namespace gemv
 
 void SetGemvOptions(const GemvOptions& o) {
   g_pdl.store(o.pdl);
