@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/bench_fill.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "tensor/dtype.h"
@@ -27,45 +28,15 @@
 namespace herd::cuda {
 namespace {
 
-__device__ __forceinline__ uint32_t Hash(uint64_t i, uint32_t seed) {
-  uint64_t x = i * 0x9E3779B97F4A7C15ull + seed;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return static_cast<uint32_t>(x ^ (x >> 32));
-}
-
-// Random bytes with the 16-bit scale fields at byte offsets f0, f1 of each `block`-byte block
-// set to small finite halves.
-__global__ void FillKernel(uint8_t* p, size_t n, uint32_t seed, int block, int f0, int f1) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const uint32_t h = Hash(i, seed);
-  uint8_t v = static_cast<uint8_t>(h);
-  const int off = static_cast<int>(i % block);
-  for (int f : {f0, f1}) {
-    if (f >= 0 && (off == f || off == f + 1)) {
-      const uint32_t hv = ((h >> 16) & 0x8000u) | ((6 + (h >> 8) % 3) << 10) | ((h >> 18) & 0x3FF);
-      v = static_cast<uint8_t>(off == f ? hv : hv >> 8);
-    }
-  }
-  p[i] = v;
-}
-
-__global__ void FillFloatKernel(float* p, size_t n, uint32_t seed) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) p[i] = (static_cast<float>(Hash(i, seed) & 0xFFFF) / 32768.f - 1.f) * 0.01f + 0.001f;
-}
-
 TensorView RandomMatrix(DType t, int64_t rows, int64_t cols, uint32_t seed, std::vector<void*>* owned) {
   const size_t bytes = RowBytes(t, cols) * rows;
   void* p;
   HERD_CUDA_CHECK(cudaMalloc(&p, bytes));
   owned->push_back(p);
-  const int f0 = 0, f1 = t == DType::kQ4_K ? 2 : -1;
-  const int fq = t == DType::kQ6_K ? 208 : f0;
-  FillKernel<<<static_cast<unsigned>((bytes + 255) / 256), 256>>>(static_cast<uint8_t*>(p), bytes, seed,
-                                                                   static_cast<int>(Traits(t).type_size), fq, f1);
+  int f0, f1;
+  bench::Fields(t, &f0, &f1);
+  bench::FillKernel<<<static_cast<unsigned>((bytes + 255) / 256), 256>>>(
+      static_cast<uint8_t*>(p), bytes, seed, static_cast<int>(Traits(t).type_size), f0, f1, 0, false);
   HERD_CUDA_CHECK_LAUNCH();
   return TensorView::Matrix(t, rows, cols, p);
 }
@@ -74,7 +45,7 @@ float* FloatBuffer(size_t n, uint32_t seed, std::vector<void*>* owned) {
   float* p;
   HERD_CUDA_CHECK(cudaMalloc(&p, n * sizeof(float)));
   owned->push_back(p);
-  FillFloatKernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(p, n, seed);
+  bench::FillFloatKernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(p, n, seed, 0.01f);
   HERD_CUDA_CHECK_LAUNCH();
   return p;
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/bench_fill.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/matmul_cuda.h"
@@ -33,47 +34,11 @@
 namespace herd::cuda {
 namespace {
 
+using bench::Fields;
+using bench::FillFloatKernel;
+using bench::FillKernel;
+
 constexpr int kCalls = 20;
-
-__device__ __forceinline__ uint32_t Hash(uint64_t i, uint32_t seed) {
-  uint64_t x = i * 0x9E3779B97F4A7C15ull + seed;
-  x ^= x >> 31;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 29;
-  return static_cast<uint32_t>(x ^ (x >> 32));
-}
-
-// Random bytes; then every 16-bit field listed in `fields` (byte offsets within blocks of
-// `block` bytes) set to a random half in ±[2^-9, 2^-6]; plain F16/BF16: every element a random
-// value in ±[2^-4, 2).
-__global__ void FillKernel(uint8_t* p, size_t n, uint32_t seed, int block, int f0, int f1, int plain16, bool bf16) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const uint32_t h = Hash(i, seed);
-  uint8_t v = static_cast<uint8_t>(h);
-  if (plain16) {
-    // Sign, exponent 2^-4..2^0, random mantissa; written byte by byte (low byte first).
-    const uint32_t e = bf16 ? 123 + (h >> 8) % 5 : 11 + (h >> 8) % 5;
-    const uint32_t hv = bf16 ? ((h >> 16) & 0x8000u) | (e << 7) | ((h >> 20) & 0x7F)
-                             : ((h >> 16) & 0x8000u) | (e << 10) | ((h >> 18) & 0x3FF);
-    v = static_cast<uint8_t>((i & 1) ? hv >> 8 : hv);
-    // The two bytes of one element come from different hashes; fine for timing data.
-  } else {
-    const int off = static_cast<int>(i % block);
-    for (int f : {f0, f1}) {
-      if (f >= 0 && (off == f || off == f + 1)) {
-        const uint32_t hv = ((h >> 16) & 0x8000u) | ((6 + (h >> 8) % 3) << 10) | ((h >> 18) & 0x3FF);
-        v = static_cast<uint8_t>(off == f ? hv : hv >> 8);
-      }
-    }
-  }
-  p[i] = v;
-}
-
-__global__ void FillFloatKernel(float* p, size_t n, uint32_t seed) {
-  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) p[i] = (static_cast<float>(Hash(i, seed) & 0xFFFF) / 32768.f - 1.f) + 0.001f;
-}
 
 // The read floor of a weight ("stream" path): every 16-byte word of [p, p + n) loaded once
 // (grid-stride, four loads in flight per thread), no math; the xor of the words is stored only
@@ -91,23 +56,6 @@ __global__ void __launch_bounds__(256) StreamReadKernel(const uint4* p, size_t n
     for (int k = 0; k < 4; ++k) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
   }
   if (acc == 0x9E3779B9u) *sink = acc;
-}
-
-void Fields(DType t, int* f0, int* f1) {
-  *f0 = -1, *f1 = -1;
-  switch (t) {
-    case DType::kQ4_0:
-    case DType::kQ5_0:
-    case DType::kQ8_0: *f0 = 0; break;
-    case DType::kQ4_1:
-    case DType::kQ5_1:
-    case DType::kQ4_K:
-    case DType::kQ5_K: *f0 = 0, *f1 = 2; break;
-    case DType::kQ2_K: *f0 = 80, *f1 = 82; break;
-    case DType::kQ3_K: *f0 = 108; break;
-    case DType::kQ6_K: *f0 = 208; break;
-    default: break;
-  }
 }
 
 std::vector<std::string> Split(const std::string& s) {
