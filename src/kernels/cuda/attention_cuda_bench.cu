@@ -25,6 +25,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace herd::cuda {
@@ -165,14 +166,7 @@ void Run(const Shape& s, DType type, const Case& c, int num_sms) {
   HERD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   HERD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int i = 0; i < 3; ++i) HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  std::vector<float> gms(kReplays);
-  for (int i = 0; i < kReplays; ++i) {
-    HERD_CUDA_CHECK(cudaEventRecord(ev[0], stream));
-    HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    HERD_CUDA_CHECK(cudaEventRecord(ev[1], stream));
-    HERD_CUDA_CHECK(cudaEventSynchronize(ev[1]));
-    HERD_CUDA_CHECK(cudaEventElapsedTime(&gms[i], ev[0], ev[1]));
-  }
+  std::vector<float> gms = bench::GraphReplayMs(exec, stream, kReplays);
   std::sort(gms.begin(), gms.end());
   const double us = gms[kReplays / 2] * 1e3 / kGraphReps;
   cudaGraphExecDestroy(exec);

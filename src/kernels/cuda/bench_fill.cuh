@@ -1,4 +1,5 @@
-// Random device data for the CUDA benchmarks (matmul_cuda_bench.cu, ffn_branch_bench.cu):
+// Random device data for the CUDA benchmarks (matmul_cuda_bench.cu, ffn_branch_bench.cu; graph
+// replay timing: bench_graph.h):
 // weight bytes with finite scales in every quantized block, and float activations. Timing data,
 // not test data.
 #pragma once

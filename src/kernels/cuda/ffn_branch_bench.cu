@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/cuda/bench_fill.cuh"
+#include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "tensor/dtype.h"
@@ -61,9 +62,9 @@ void* Scratch(size_t bytes, std::vector<void*>* owned) {
 // (stored as its own [n_embd, n] matrix: the same bytes streamed as a column slice).
 struct Part {
   TensorView gate, up, down;
-  float *g, *u;   // [n] outputs
-  float* y;       // [n_embd] partial down output
-  void* h_buf;    // int8 of h
+  float *g, *u;  // [n] outputs
+  float* y;      // [n_embd] partial down output
+  void* h_buf;   // int8 of h
 };
 
 struct Layer {
@@ -202,10 +203,11 @@ int Main(int argc, char** argv) {
 
   cudaDeviceProp prop;
   HERD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s; %d layers, embd %lld, ff %lld (A %lld + B %lld), down Q6_K pattern %d; %.1f MB of "
-              "weights per layer\n",
-              prop.name, layers, static_cast<long long>(embd), static_cast<long long>(ff),
-              static_cast<long long>(n_a), static_cast<long long>(n_b), down_q6, weight_bytes / 1e6 / layers);
+  std::printf(
+      "device: %s; %d layers, embd %lld, ff %lld (A %lld + B %lld), down Q6_K pattern %d; %.1f MB of "
+      "weights per layer\n",
+      prop.name, layers, static_cast<long long>(embd), static_cast<long long>(ff), static_cast<long long>(n_a),
+      static_cast<long long>(n_b), down_q6, weight_bytes / 1e6 / layers);
   const char* names[] = {"serial", "halves", "branch", "branch-hi", "branch-lo"};
   for (int mode = 0; mode < 5; ++mode) {
     cudaGraph_t graph;
@@ -218,25 +220,11 @@ int Main(int argc, char** argv) {
     HERD_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &n_nodes));
     HERD_CUDA_CHECK(cudaGraphLaunch(exec, s0));
     HERD_CUDA_CHECK(cudaStreamSynchronize(s0));
-    cudaEvent_t e0, e1;
-    HERD_CUDA_CHECK(cudaEventCreate(&e0));
-    HERD_CUDA_CHECK(cudaEventCreate(&e1));
-    std::vector<float> ms;
-    for (int r = 0; r < reps; ++r) {
-      HERD_CUDA_CHECK(cudaEventRecord(e0, s0));
-      HERD_CUDA_CHECK(cudaGraphLaunch(exec, s0));
-      HERD_CUDA_CHECK(cudaEventRecord(e1, s0));
-      HERD_CUDA_CHECK(cudaEventSynchronize(e1));
-      float t;
-      HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
-    }
+    const std::vector<float> ms = bench::GraphReplayMs(exec, s0, reps);
     const double us = Median(ms) * 1e3 / layers;
     std::printf("%-10s nodes %4zu  %7.2f us per layer  %6.0f GB/s\n", names[mode], n_nodes, us,
                 weight_bytes / layers / (us * 1e-6) / 1e9);
     std::fflush(stdout);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
     HERD_CUDA_CHECK(cudaGraphDestroy(graph));
   }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernels/cuda/bench_fill.cuh"
+#include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/matmul_cuda.h"
@@ -223,8 +224,8 @@ int Main(int argc, char** argv) {
       auto call = [&](int c, int64_t n_tok) {
         if (stream_path) {
           LaunchPdlIf(internal::GemvProgrammaticLaunch(), StreamReadKernel,
-                      dim3(static_cast<unsigned>(prop.multiProcessorCount * stream_blocks_per_sm)), dim3(256), 0, stream,
-                      static_cast<const uint4*>(ws[c]), bytes / 16, sink);
+                      dim3(static_cast<unsigned>(prop.multiProcessorCount * stream_blocks_per_sm)), dim3(256), 0,
+                      stream, static_cast<const uint4*>(ws[c]), bytes / 16, sink);
         } else if (n_w == 1) {
           runner.MatMul(views[c][0], x, n_tok, y);
         } else {
@@ -252,29 +253,16 @@ int Main(int argc, char** argv) {
           cudaGraphExec_t exec;
           HERD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
           HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-          cudaEvent_t e0, e1;
-          HERD_CUDA_CHECK(cudaEventCreate(&e0));
-          HERD_CUDA_CHECK(cudaEventCreate(&e1));
-          std::vector<float> ms;
-          for (int r = 0; r < reps; ++r) {
-            HERD_CUDA_CHECK(cudaEventRecord(e0, stream));
-            HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-            HERD_CUDA_CHECK(cudaEventRecord(e1, stream));
-            HERD_CUDA_CHECK(cudaEventSynchronize(e1));
-            float t;
-            HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-            ms.push_back(t / kCalls);
-          }
-          cudaEventDestroy(e0);
-          cudaEventDestroy(e1);
+          std::vector<float> ms = bench::GraphReplayMs(exec, stream, reps);
+          for (float& t : ms) t /= kCalls;
           HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
           HERD_CUDA_CHECK(cudaGraphDestroy(graph));
           const double us = Median(ms) * 1e3;
           std::printf("%-4s %6lld %15s %-5s %4lld %-5s %5s %10.1f %8.0f %8.1f\n", s.model,
                       static_cast<long long>(s.n_in), s.OutLabel().c_str(), tname.c_str(),
                       static_cast<long long>(n_tok), pname.c_str(),
-                      !stream_path && MatMulRunner::AutoPath(*type, n_tok) == path ? "*" : "", us, bytes / (us * 1e-6) / 1e9,
-                      2.0 * s.n_in * n_out * n_tok / (us * 1e-6) / 1e12);
+                      !stream_path && MatMulRunner::AutoPath(*type, n_tok) == path ? "*" : "", us,
+                      bytes / (us * 1e-6) / 1e9, 2.0 * s.n_in * n_out * n_tok / (us * 1e-6) / 1e12);
           std::fflush(stdout);
         }
       }

@@ -1,0 +1,34 @@
+// Replay timing of CUDA graphs for the CUDA benchmarks (matmul_cuda_bench.cu,
+// ffn_branch_bench.cu, attention_cuda_bench.cu). Host code; timing only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace herd::cuda::bench {
+
+// Milliseconds of each of `reps` launches of `exec` on `stream`, one after the other, each
+// bracketed by events and waited for (so a replay's time excludes the host's next launch).
+inline std::vector<float> GraphReplayMs(cudaGraphExec_t exec, cudaStream_t stream, int reps) {
+  cudaEvent_t e0, e1;
+  HERD_CUDA_CHECK(cudaEventCreate(&e0));
+  HERD_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    HERD_CUDA_CHECK(cudaEventRecord(e0, stream));
+    HERD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    HERD_CUDA_CHECK(cudaEventRecord(e1, stream));
+    HERD_CUDA_CHECK(cudaEventSynchronize(e1));
+    float t = 0.f;
+    HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+  }
+  HERD_CUDA_CHECK(cudaEventDestroy(e0));
+  HERD_CUDA_CHECK(cudaEventDestroy(e1));
+  return ms;
+}
+
+}  // namespace herd::cuda::bench
