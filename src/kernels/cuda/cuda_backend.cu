@@ -11,7 +11,11 @@
 // op, and a PagedAttention right after it on a decode batch takes it into its decode kernel
 // (attention_cuda.h). A norm or SwiGLU announced by PrepareMatMulInput also writes the int8 input
 // of the quantized GEMV after it (MatMulRunner::FusedRmsNorm / FusedSwiGlu); HERD_CUDA_FUSE=0 runs
-// the unfused ops instead, HERD_CUDA_FUSE_INPUT=0 only ignores the hints (A/B runs).
+// the unfused ops instead, HERD_CUDA_FUSE_INPUT=0 only ignores the hints (A/B runs). A one-row
+// AddRmsNorm announced for a K-quant gate/up pair is held until the next op: a MatMulSwiGlu
+// reading its output computes it inside the GEMV (internal::GemvQuantAddNorm; the norm's float
+// output is then not written), any other op launches it first (FlushNorm); rows of up to 2048
+// values (HERD_CUDA_NORM_IN_GEMV=N: up to N; 0: off).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -37,6 +41,7 @@
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/matmul_cuda.h"
+#include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/topk_cuda.h"
 #include "kernels/cuda/weight_store.h"
@@ -54,11 +59,15 @@ size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 class CudaBackend final : public Backend {
  public:
   CudaBackend(int device, int num_sms, cudaStream_t stream)
-      : device_(device), num_sms_(num_sms), stream_(stream), matmul_(std::make_unique<MatMulRunner>(stream)) {}
+      : device_(device), num_sms_(num_sms), stream_(stream), matmul_(std::make_unique<MatMulRunner>(stream)) {
+    HERD_CUDA_CHECK(cudaMalloc(&norm_counter_, sizeof(int)));
+    HERD_CUDA_CHECK(cudaMemset(norm_counter_, 0, sizeof(int)));
+  }
 
   ~CudaBackend() override {
     Bind();
     cudaStreamSynchronize(stream_);
+    cudaFree(norm_counter_);
     for (auto& [key, g] : graphs_) {
       if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
     }
@@ -153,6 +162,7 @@ class CudaBackend final : public Backend {
   // --- graphs ---
   void BeginGraph(uint64_t key) override {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "nested BeginGraph");
+    FlushNorm();
     FlushSplit();  // ops deferred before the graph run before it
     FlushRope();
     if (!graphs_enabled_) return;
@@ -169,6 +179,7 @@ class CudaBackend final : public Backend {
     }
   }
   void EndGraph() override {
+    FlushNorm();
     FlushSplit();
     FlushRope();
     if (!graphs_enabled_ || current_ == nullptr) return;
@@ -241,6 +252,19 @@ class CudaBackend final : public Backend {
     DIAG_SKIP("glu", n_tok);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
+    if (pending_norm_ && n_tok == 1 && x == pending_norm_->out && pending_norm_->next.data == gate.data) {
+      const PendingNorm pn = *std::exchange(pending_norm_, std::nullopt);
+      Bind();
+      const TensorView ws[] = {gate, up};
+      float* const ys[] = {gate_out, up_out};
+      if (internal::GemvQuantAddNorm(ws, ys, pn.x, pn.y, pn.weight, pn.eps, norm_counter_, stream_)) {
+        matmul_->DropPreparedInput();
+        next_matmul_ = next;  // the hint is for the SwiGLU
+        SwiGlu(gate_out, up_out, gate_out, gate.rows());
+        return;
+      }
+      pending_norm_ = pn;  // not taken: BeginOp below launches it
+    }
     if (fuse_inputs_) {
       if (!BeginOp(/*matmul=*/true)) return;
       if (matmul_->MatMulSwiGlu(gate, up, x, n_tok, gate_out, next ? &*next : nullptr)) return;
@@ -342,10 +366,12 @@ class CudaBackend final : public Backend {
     if (replaying_) return;
     if (!fuse_) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
     if (!BeginOp()) return;
-    if (next && next->cols() == n_cols && matmul_->FusedRmsNorm(next->type, x, y, weight, eps, n_rows, n_cols, out)) {
+    if (next && n_rows == 1 && n_cols <= norm_in_gemv_max_cols_ && next->cols() == n_cols &&
+        Traits(next->type).quantized && Traits(next->type).block_size == 256) {
+      pending_norm_ = PendingNorm{x, y, weight, eps, n_cols, out, *next};
       return;
     }
-    cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
+    LaunchAddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, next);
   }
   // Deferred to the next op: PagedAttention takes it (into its decode kernel where it can), any
   // other op or memory operation launches it first (FlushRope).
@@ -366,6 +392,7 @@ class CudaBackend final : public Backend {
   // producer: any other op forgets them.
   bool BeginOp(bool matmul = false, bool keep_split = false) {
     next_matmul_.reset();
+    FlushNorm();
     if (!keep_split) FlushSplit();
     FlushRope();
     if (replaying_) return false;
@@ -376,6 +403,31 @@ class CudaBackend final : public Backend {
   void ForgetFusion() {
     next_matmul_.reset();
     matmul_->DropPreparedInput();
+  }
+
+  // AddRmsNorm's kernel: with the int8 input of the announced quantized GEMV where it can.
+  void LaunchAddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
+                        float* out, const std::optional<TensorView>& next) {
+    if (next && next->cols() == n_cols && matmul_->FusedRmsNorm(next->type, x, y, weight, eps, n_rows, n_cols, out)) {
+      return;
+    }
+    cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
+  }
+  // A one-row AddRmsNorm announced for a K-quant matmul, not yet launched (AddRmsNorm above).
+  struct PendingNorm {
+    float* x;
+    const float* y;
+    const float* weight;
+    float eps;
+    int64_t n_cols;
+    float* out;
+    TensorView next;
+  };
+  void FlushNorm() {
+    if (!pending_norm_) return;
+    const PendingNorm pn = *std::exchange(pending_norm_, std::nullopt);
+    Bind();
+    LaunchAddRmsNorm(pn.x, pn.y, pn.weight, pn.eps, 1, pn.n_cols, pn.out, pn.next);
   }
 
   // A RopeStoreKv not yet launched (RopeStoreKv above).
@@ -424,6 +476,7 @@ class CudaBackend final : public Backend {
 
   void NotInGraph() {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
+    FlushNorm();
     FlushSplit();
     FlushRope();
   }
@@ -441,6 +494,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<MatMulRunner> matmul_;
   std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
   std::optional<PendingRope> pending_rope_;
+  std::optional<PendingNorm> pending_norm_;
+  int* norm_counter_ = nullptr;  // GemvQuantAddNorm's arrival counter (zero between launches)
   std::optional<PendingSplit> pending_split_;
   // First weights of MatMulShared calls whose concatenated output a decode attention had to copy
   // out (its kernel cannot take strided q / k / v, e.g. the tensor-core decode of head_dim 64):
@@ -452,6 +507,13 @@ class CudaBackend final : public Backend {
   const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
   const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
+  // Rows of up to this many values take the norm inside the GEMV (HERD_CUDA_NORM_IN_GEMV=N; 0
+  // off). Measured on H100 (tg128): n_embd 2048 (1B) Q4_K_M +6.5%, Q5_K_M +5.2%, Q6_K +1.1%;
+  // n_embd 4096 (8B) Q4_K_M +0.0%, Q6_K -4.2%: hence 2048, one 2048-value step per row.
+  const int64_t norm_in_gemv_max_cols_ = !fuse_inputs_ ? 0 : [] {
+    const char* e = std::getenv("HERD_CUDA_NORM_IN_GEMV");
+    return e == nullptr ? int64_t{2048} : std::max<int64_t>(0, std::atoll(e));
+  }();
   // Attention writes the O projection's int8 GEMV input in its split merge
   // (PagedAttentionQuantized); HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize.
   const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT");

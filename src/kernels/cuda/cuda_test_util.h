@@ -15,8 +15,28 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/quants.h"
+#include "tensor/dtype.h"
+#include "tensor/tensor.h"
 
 namespace herd::cuda::testing {
+
+inline std::vector<float> RandomNormal(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// A random quantized weight [rows, cols] of `type`: random floats through ref::QuantizeRow.
+inline std::vector<uint8_t> QuantizedWeight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const auto f = RandomNormal(static_cast<size_t>(rows * cols), seed, 0.05f);
+  std::vector<uint8_t> w(RowBytes(type, cols) * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    ref::QuantizeRow(type, f.data() + r * cols, w.data() + r * RowBytes(type, cols), cols);
+  return w;
+}
 
 // Fixture base: backend_ is the CUDA backend of device 0; tests skip without a GPU.
 class CudaBackendTest : public ::testing::Test {
@@ -59,8 +79,15 @@ class CudaBackendTest : public ::testing::Test {
     return v;
   }
 
+  // QuantizedWeight uploaded through PrepareWeight; its host bytes stay in hosts_ (in order).
+  TensorView Weight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+    hosts_.push_back(QuantizedWeight(type, rows, cols, seed));
+    return backend_->PrepareWeight(TensorView::Matrix(type, rows, cols, hosts_.back().data()));
+  }
+
   std::unique_ptr<Backend> backend_;
   std::vector<void*> owned_;
+  std::vector<std::vector<uint8_t>> hosts_;
 };
 
 // Device memory of a test, freed with it (outside any backend: for kernel-level tests).
@@ -90,14 +117,6 @@ std::vector<T> Down(const void* p, size_t n) {
   HERD_CUDA_CHECK(cudaDeviceSynchronize());
   HERD_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
   return h;
-}
-
-inline std::vector<float> RandomNormal(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
 }
 
 // ||a - b|| / ||b|| over [begin, end); NaN anywhere in a gives +inf.

@@ -33,6 +33,7 @@ namespace {
 using testing::CudaBackendTest;
 using testing::Dev;
 using testing::Down;
+using testing::QuantizedWeight;
 using testing::RandomNormal;
 using testing::RelError;
 using testing::Up;
@@ -155,23 +156,7 @@ TEST(FusedQuantKernelTest, DeclinesWhatItDoesNotTake) {
   HERD_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// A random quantized weight: random floats through ref::QuantizeRow.
-std::vector<uint8_t> QuantizedWeight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
-  const auto f = RandomNormal(static_cast<size_t>(rows * cols), seed, 0.05f);
-  std::vector<uint8_t> w(RowBytes(type, cols) * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r)
-    ref::QuantizeRow(type, f.data() + r * cols, w.data() + r * RowBytes(type, cols), cols);
-  return w;
-}
-
-class FusedInputBackendTest : public CudaBackendTest {
- protected:
-  TensorView Weight(DType type, int64_t rows, int64_t cols, uint32_t seed) {
-    hosts_.push_back(QuantizedWeight(type, rows, cols, seed));
-    return backend_->PrepareWeight(TensorView::Matrix(type, rows, cols, hosts_.back().data()));
-  }
-  std::vector<std::vector<uint8_t>> hosts_;
-};
+class FusedInputBackendTest : public CudaBackendTest {};
 
 TEST_F(FusedInputBackendTest, HintedOpsGiveTheMatmulOfTheirOutput) {
   for (DType type : {DType::kQ4_K, DType::kQ6_K, DType::kQ8_0, DType::kQ4_1, DType::kQ5_0, DType::kF16, DType::kBF16}) {

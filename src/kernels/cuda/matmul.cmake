@@ -18,8 +18,9 @@ set_target_properties(herd_cuda_cublaslt_bench PROPERTIES RUNTIME_OUTPUT_DIRECTO
 # The GEMV's per-lane dot products against ref::VecDot, on the host (needs no GPU).
 herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)
 # Norm / SwiGLU fused with the GEMV's activation quantization (quant_fused.cu, PrepareMatMulInput);
-# Q/K/V as one GEMM read in place by the attention (MatMulConcatenated).
-herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc)
+# Q/K/V as one GEMM read in place by the attention (MatMulConcatenated); the norm inside the
+# gate/up GEMV (GemvQuantAddNorm).
+herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc gemv_add_norm_test.cc)
 
 # The decode feed-forward as one stream against two concurrent graph branches (timing only).
 #   build/bin/herd_cuda_ffn_branch_bench [--layers 32] [--frac 0.5]
@@ -28,3 +29,12 @@ target_link_libraries(herd_cuda_ffn_branch_bench PRIVATE herd_kernels_cuda)
 target_compile_options(herd_cuda_ffn_branch_bench PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
 set_target_properties(herd_cuda_ffn_branch_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+# Residual add + RmsNorm feeding a one-token GEMV: norm kernel + GEMV against the norm inside
+# GemvQuantAddNorm (gemv_add_norm.cu; timing).
+#   build/bin/herd_cuda_gemv_norm_bench [--reps 20]
+add_executable(herd_cuda_gemv_norm_bench ${CMAKE_CURRENT_LIST_DIR}/gemv_norm_bench.cu)
+target_link_libraries(herd_cuda_gemv_norm_bench PRIVATE herd_kernels_cuda)
+target_compile_options(herd_cuda_gemv_norm_bench PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
+set_target_properties(herd_cuda_gemv_norm_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

@@ -58,6 +58,17 @@ bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int
 // out[i] = x[i] rounded to half (bf16 = false) or bfloat16 (bf16 = true), n elements.
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream);
 
+// ys[k][0, o] = sum_i ws[k][o, i] * x'[i] for one token of K-quant weights (one type, or a type
+// then its mix partner; up to 4 weights of one n_in), where x' = RmsNorm(x + y) * norm_w
+// quantized to Q8_K exactly as RmsNormQuantize does, computed inside the GEMV's own CTAs
+// (gemv_add_norm.cu): no norm kernel before it. Also x += y (AddRmsNorm's update; the normalized
+// row itself is not stored). `counter`: a device int, zero before the call and left zero. x, y,
+// norm_w and the weights' rows 16-byte aligned. False, queueing nothing, where it does not apply
+// (not an sm_90 GPU, other types, misaligned data). The kernels before it in the stream need not
+// have finished (programmatic dependent launch, as GemvQuant).
+bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys, float* x, const float* y,
+                      const float* norm_w, float eps, int* counter, cudaStream_t stream);
+
 // ys[k][t, o] = sum_i ws[k][o, i] * x[t, i] for quantized weights of one n_in and one activation
 // format (any n_tok; weights are streamed once per group of 8 tokens; up to 4 weights per launch:
 // of one type, or of a type and its mix partner, e.g. Q4_K Q/K and a Q6_K V; HERD_CUDA_GEMV_MIXED=0

@@ -1,0 +1,371 @@
+// GemvQuantAddNorm (matmul_internal.h): the one-token quantized GEMV whose input is
+// RmsNorm(x + y) * norm_w, with the residual add, the norm and the Q8_K quantization done by
+// every CTA of the GEMV itself instead of a norm kernel before it (at one token that kernel is
+// ~2.5 us of dependent-launch latency on H100; computing it redundantly costs each CTA two
+// 16 KB reads from L2).
+//
+// Structure (warp-specialized, one CTA per SM): the CTA owns a contiguous range of the launch's
+// rows; its last warp (the producer) streams them into a ring of shared-memory stages with
+// 16-byte cp.async, a chunk of whole rows per stage, each stage completing on an mbarrier
+// (cp.async.mbarrier.arrive); the producer starts before the kernel waits for its predecessor
+// (weights never change), so the ring fills while the consumers compute the norm. The consumer
+// warps take (row, step) items of each chunk round-robin; their count is a multiple of the
+// steps per row, so warp w always takes step w % n_steps and holds that step's activations in
+// registers (quant_dot.cuh's lane layout, loaded from the Q8_K row the CTA quantized into shared
+// memory). Per-item dot products are GemvQuantKernel's; partial sums go to shared memory and are
+// summed per row in step order at the end. x += y is stored by the CTA that reads x last (a
+// device counter), so no CTA reads a half-updated x.
+//
+// Measured (H100, herd_cuda_gemv_norm_bench, us per norm + GEMV pair): 8B gate/up 4096 ->
+// 2 x 14336 Q4_K 27.1 (norm kernel + GemvQuant) -> 24.2; 1B 2048 -> 2 x 8192 11.1 -> 9.1; but the
+// Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.6 -> 10.9-11.7, so the backend uses it for gate/up.
+// Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps, 20), _CHUNK (bytes per stage,
+// 32768), _STAGES (6).
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemv_quant_kernel.cuh"
+#include "kernels/cuda/quant_act.cuh"
+#include "kernels/cuda/tma.cuh"
+
+namespace herd::cuda::internal::gemv {
+namespace {
+
+constexpr int kMaxStages = 8;
+constexpr int kMaxSmem = 200 * 1024;
+
+int EnvInt(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoi(e);
+}
+const int g_warps = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_WARPS", 20), 1, 31);
+const int g_stages = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_STAGES", 6), 2, kMaxStages);
+const int g_chunk = std::max(16, EnvInt("HERD_CUDA_NORM_GEMV_CHUNK", 32768));
+
+struct AddNormArgs {
+  QuantArgs q;       // the weights (q.x unused: the input is computed)
+  int rows0, rows1;  // rows per chunk of T0 / T1 rows
+  int stage_bytes;   // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
+  int stages;
+  int partial_bytes;  // shared memory of the partial sums (the Q8_K row follows them)
+  float* x;           // [n_in], += y by the CTA that reads it last
+  const float* y;     // [n_in]
+  const float* w;     // [n_in] the norm's weight
+  float eps;
+  int* counter;  // zero before the launch; zero again after it
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Arrives on `bar` once every cp.async this thread issued before has completed (the arrival is
+// not counted in advance: the barrier's count includes it).
+__device__ __forceinline__ void CpAsyncArriveNoInc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Barrier 1 over the consumer warps only (the producer does not take part).
+__device__ __forceinline__ void ConsumerSync(int threads) {
+  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
+}
+#endif
+
+// LoadAct (gemv_quant_kernel.cuh) from the Q8_K row in shared memory.
+__device__ __forceinline__ void LoadActShared(const ActOut& x, int step, int lane, ActLane& a) {
+  const uint4* q = reinterpret_cast<const uint4*>(x.q + static_cast<int64_t>(step) * kStepValues);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 v = q[32 * i + lane];
+    a.q[4 * i] = v.x, a.q[4 * i + 1] = v.y, a.q[4 * i + 2] = v.z, a.q[4 * i + 3] = v.w;
+  }
+  const uint2 sv = reinterpret_cast<const uint2*>(x.sums + step * (kStepValues / 16))[lane];
+  a.s[0] = static_cast<int16_t>(sv.x & 0xFFFFu), a.s[1] = static_cast<int>(sv.x) >> 16;
+  a.s[2] = static_cast<int16_t>(sv.y & 0xFFFFu), a.s[3] = static_cast<int>(sv.y) >> 16;
+  a.d0 = x.d[step * (kStepValues / 256) + (lane >> 2)];
+  a.d1 = 0.f, a.m0 = 0.f, a.m1 = 0.f;
+}
+
+// Rows from q.t1_row0 on are of type T1 (T1 == T0: one type). blockDim.x = 32 x (consumer warps
+// + 1), the consumers a multiple of n_steps and at least n_in / 512 warps (two octets a thread).
+// Dynamic shared memory: stages x stage_bytes, the partial sums, the Q8_K row.
+template <DType T0, DType T1>
+__global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant__ AddNormArgs na) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(QBlock<T0>::kValues == 256 && QBlock<T1>::kValues == 256, "Q8_K activations: K-quants only");
+  using B0 = QBlock<T0>;
+  extern __shared__ __align__(128) uint8_t ring[];
+  __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
+  __shared__ float red[32];
+  __shared__ int last;  // this CTA read x last
+  PdlTrigger();
+  const QuantArgs& a = na.q;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tid = threadIdx.x;
+  const int consumers = static_cast<int>(blockDim.x / 32) - 1, nthr = 32 * consumers;
+  const int n_stages = na.stages;
+  if (tid == 0) {
+    for (int s = 0; s < n_stages; ++s) {
+      MbarInit(SmemAddr(&full[s]), 32);  // the producer's 32 lanes
+      MbarInit(SmemAddr(&empty[s]), static_cast<uint32_t>(consumers));
+    }
+    FenceMbarInit();
+  }
+  __syncthreads();
+  const int total = a.segs.total_rows;
+  const int r_begin = static_cast<int>(static_cast<int64_t>(blockIdx.x) * total / gridDim.x);
+  const int r_end = static_cast<int>(static_cast<int64_t>(blockIdx.x + 1) * total / gridDim.x);
+  // The chunk starting at row r: its weight, type and row count (whole rows of one weight and
+  // one type, inside this CTA's range). Producer and consumers walk the same sequence.
+  auto chunk_at = [&](int r, int& seg, bool& t1, int& n) {
+    seg = FindSeg(a.segs, r);
+    t1 = T0 != T1 && r >= a.t1_row0;
+    int bound = r_end;
+    if (seg + 1 < kMaxSegs) bound = min(bound, a.segs.row0[seg + 1]);
+    if (T0 != T1 && !t1) bound = min(bound, a.t1_row0);
+    n = min(t1 ? na.rows1 : na.rows0, bound - r);
+  };
+
+  if (warp == consumers) {  // the producer warp
+    for (int r = r_begin, k = 0; r < r_end; ++k) {
+      int seg, n;
+      bool t1;
+      chunk_at(r, seg, t1, n);
+      const int64_t rb = t1 ? a.row_bytes1 : a.row_bytes;
+      const uint8_t* src = a.segs.w[seg] + static_cast<int64_t>(r - a.segs.row0[seg]) * rb;
+      const int s = k % n_stages;
+      if (k >= n_stages) MbarWait(SmemAddr(&empty[s]), static_cast<uint32_t>(k / n_stages - 1) & 1u);
+      uint8_t* dst = ring + s * na.stage_bytes;
+      const uint32_t bytes = static_cast<uint32_t>(n * rb);
+      for (uint32_t off = 16 * lane; off < bytes; off += 32 * 16) CpAsync16(dst + off, src + off);
+      CpAsyncArriveNoInc(SmemAddr(&full[s]));
+      r += n;
+    }
+    CpAsyncWait<0>();
+    return;
+  }
+
+  // --- the norm: thread j holds octets [8j, 8j + 8) and [8(j + nthr), ...) (zeros past n_in) ---
+  const int n_in = a.blocks_per_row * B0::kValues, q_stride = a.n_steps * kStepValues;
+  float h[2][8], g[2][8];
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int v0 = 8 * (tid + k * nthr);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) g[k][i] = 0.f, h[k][i] = 0.f;
+    if (v0 < n_in) {  // the norm weight is constant: read before the wait
+      const float4 g0 = __ldg(reinterpret_cast<const float4*>(na.w + v0));
+      const float4 g1 = __ldg(reinterpret_cast<const float4*>(na.w + v0 + 4));
+      g[k][0] = g0.x, g[k][1] = g0.y, g[k][2] = g0.z, g[k][3] = g0.w;
+      g[k][4] = g1.x, g[k][5] = g1.y, g[k][6] = g1.z, g[k][7] = g1.w;
+    }
+  }
+  PdlWait();  // x, y come from the kernels before this one; y's buffers may still be read by them
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    const int v0 = 8 * (tid + k * nthr);
+    if (v0 < n_in) {
+      const float4 p0 = *reinterpret_cast<const float4*>(na.x + v0);
+      const float4 p1 = *reinterpret_cast<const float4*>(na.x + v0 + 4);
+      const float4 q0 = *reinterpret_cast<const float4*>(na.y + v0);
+      const float4 q1 = *reinterpret_cast<const float4*>(na.y + v0 + 4);
+      h[k][0] = p0.x + q0.x, h[k][1] = p0.y + q0.y, h[k][2] = p0.z + q0.z, h[k][3] = p0.w + q0.w;
+      h[k][4] = p1.x + q1.x, h[k][5] = p1.y + q1.y, h[k][6] = p1.z + q1.z, h[k][7] = p1.w + q1.w;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) ss += h[k][i] * h[k][i];
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (lane == 0) red[warp] = ss;
+  ConsumerSync(nthr);  // every read of x in this CTA is done
+  if (tid == 0) last = atomicAdd(na.counter, 1) == static_cast<int>(gridDim.x) - 1;
+  float sum_sq = 0.f;
+  for (int w = 0; w < consumers; ++w) sum_sq += red[w];
+  const float scale = rsqrtf(sum_sq / static_cast<float>(n_in) + na.eps);
+  // The Q8_K row in shared memory: each warp quantizes whole 256-value blocks (QuantizeOctet,
+  // as the norm kernel does, padding to q_stride included).
+  uint8_t* fmt = ring + n_stages * na.stage_bytes + na.partial_bytes;
+  ActOut o;
+  o.q = reinterpret_cast<int8_t*>(fmt);
+  o.d = reinterpret_cast<float*>(fmt + q_stride);
+  o.s = o.d;  // Q8_1 only
+  o.sums = reinterpret_cast<int16_t*>(fmt + q_stride + q_stride / 8);
+  o.q_stride = q_stride, o.d_stride = q_stride / 32, o.g_stride = q_stride / 16;
+#pragma unroll
+  for (int k = 0; k < 2; ++k) {
+    if (8 * (tid - lane + k * nthr) < q_stride) {  // warp-uniform
+      float v[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = h[k][i] * scale * g[k][i];
+      QuantizeOctet<DType::kQ8_K>(v, 0, 8 * (tid + k * nthr), o);
+    }
+  }
+  ConsumerSync(nthr);
+  if (last) {  // every CTA has read x: store x + y, and leave the counter at zero
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int v0 = 8 * (tid + k * nthr);
+      if (v0 < n_in) {
+        *reinterpret_cast<float4*>(na.x + v0) = make_float4(h[k][0], h[k][1], h[k][2], h[k][3]);
+        *reinterpret_cast<float4*>(na.x + v0 + 4) = make_float4(h[k][4], h[k][5], h[k][6], h[k][7]);
+      }
+    }
+    if (tid == 0) *na.counter = 0;  // the next launch uses it only after this grid completed
+  }
+
+  // --- the GEMV: (row, step) items of each chunk, row-major, round-robin over the warps ---
+  const int n_steps = a.n_steps;
+  const int my_step = warp % n_steps, slot = warp / n_steps, per_step = consumers / n_steps;
+  const int nb = min(B0::kStep, a.blocks_per_row - my_step * B0::kStep);
+  const bool active = LaneActive<T0>(lane, nb);
+  ActLane xs;
+  if (active) LoadActShared(o, my_step, lane, xs);
+  float* partial = reinterpret_cast<float*>(ring + n_stages * na.stage_bytes);  // [rows of the CTA][n_steps]
+  int done = 0;                                                                 // rows of the chunks before this one
+  for (int r = r_begin, k = 0; r < r_end; ++k) {
+    int seg, n;
+    bool t1;
+    chunk_at(r, seg, t1, n);
+    const int s = k % n_stages;
+    int i = slot - done % per_step;
+    if (i < 0) i += per_step;
+    MbarWait(SmemAddr(&full[s]), static_cast<uint32_t>(k / n_stages) & 1u);
+    const uint8_t* buf = ring + s * na.stage_bytes;
+    for (; i < n; i += per_step) {
+      float acc = 0.f;
+      if (active) {
+        if (T0 != T1 && t1) {
+          Lane<T1> w;
+          LaneLoad<T1>(w, buf + i * a.row_bytes1 + my_step * QBlock<T1>::kStepBytes, lane, nb);
+          acc = w.Dot(xs);
+        } else {
+          Lane<T0> w;
+          LaneLoad<T0>(w, buf + i * a.row_bytes + my_step * B0::kStepBytes, lane, nb);
+          acc = w.Dot(xs);
+        }
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+      if (lane == 0) partial[(r - r_begin + i) * n_steps + my_step] = acc;
+    }
+    __syncwarp();
+    if (lane == 0) MbarArrive(SmemAddr(&empty[s]));
+    done += n;
+    r += n;
+  }
+  ConsumerSync(nthr);
+  for (int rr = tid; rr < r_end - r_begin; rr += nthr) {
+    float sum = 0.f;
+    for (int st = 0; st < n_steps; ++st) sum += partial[rr * n_steps + st];
+    const int gr = r_begin + rr;
+    const int seg = FindSeg(a.segs, gr);
+    a.segs.y[seg][gr - a.segs.row0[seg]] = sum;
+  }
+#endif
+}
+
+// Compute capability 9.x (the kernel's body is compiled for sm_90 only), cached per device.
+bool Sm90() {
+  static std::atomic<int> known[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return false;
+  }
+  int v = known[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) cudaGetLastError();
+    v = major == 9 ? 2 : 1;
+    known[dev].store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+
+template <DType T0, DType T1>
+bool Launch(const QuantArgs& a, AddNormArgs na, cudaStream_t stream) {
+  const int64_t rb0 = a.row_bytes, rb1 = a.row_bytes1;
+  na.q = a;
+  na.rows0 = static_cast<int>(std::max<int64_t>(1, g_chunk / rb0));
+  na.rows1 = static_cast<int>(std::max<int64_t>(1, g_chunk / rb1));
+  int64_t biggest = na.rows0 * rb0;
+  if (T0 != T1) biggest = std::max(biggest, na.rows1 * rb1);
+  na.stage_bytes = static_cast<int>((biggest + kSmemPad + 127) / 128 * 128);
+  if (a.n_steps > 31) return false;
+  const int consumers = a.n_steps * std::max(1, g_warps / a.n_steps);
+  const int64_t q_stride = a.n_steps * int64_t{kStepValues};
+  if (q_stride > 2 * 8 * 32 * consumers) return false;  // two octets a thread
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    HERD_CUDA_CHECK(cudaGetDevice(&dev));
+    HERD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  const int grid = std::min(a.segs.total_rows, sms);
+  const int64_t partial = (((a.segs.total_rows + grid - 1) / grid + 1) * int64_t{a.n_steps} * 4 + 15) / 16 * 16;
+  na.partial_bytes = static_cast<int>(partial);
+  const int64_t format = q_stride + q_stride / 8 + q_stride / 8;  // int8 values, d per 32, sums per 16
+  na.stages = g_stages;
+  while (na.stages > 2 && na.stages * int64_t{na.stage_bytes} + partial + format > kMaxSmem) --na.stages;
+  const int64_t smem = na.stages * int64_t{na.stage_bytes} + partial + format;
+  if (smem > kMaxSmem) return false;
+  static std::atomic<uint64_t> raised{0};
+  RaiseDynamicSmem(GemvAddNormKernel<T0, T1>, kMaxSmem, raised);
+  LaunchPdlIf(GemvProgrammaticLaunch(), GemvAddNormKernel<T0, T1>, dim3(static_cast<unsigned>(grid)),
+              dim3(static_cast<unsigned>(32 * (consumers + 1))), static_cast<size_t>(smem), stream, na);
+  return true;
+}
+
+}  // namespace
+}  // namespace herd::cuda::internal::gemv
+
+namespace herd::cuda::internal {
+
+bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys, float* x, const float* y,
+                      const float* norm_w, float eps, int* counter, cudaStream_t stream) {
+  using namespace gemv;  // NOLINT(google-build-using-namespace)
+  if (ws.empty() || ws.size() > static_cast<size_t>(kMaxSegs) || ws.size() != ys.size() || !Sm90()) return false;
+  const DType t0 = ws[0].type;
+  const int64_t n_in = ws[0].cols();
+  if (Traits(t0).block_size != 256 || n_in % 256 != 0) return false;
+  DType t1 = t0;
+  QuantArgs a{};
+  MakeSegs(ws, ys, 0, ws.size(), &a.segs);
+  a.t1_row0 = INT_MAX;
+  for (size_t k = 0; k < ws.size(); ++k) {
+    if (ws[k].cols() != n_in) return false;
+    if (ws[k].type != t0) {
+      if (MixPartner(t0) != ws[k].type) return false;
+      t1 = ws[k].type;
+      if (a.t1_row0 == INT_MAX) a.t1_row0 = a.segs.row0[k];
+    } else if (a.t1_row0 != INT_MAX) {
+      return false;  // rows of t0 after rows of t1
+    }
+    if (!Aligned16(ws[k].data) || ws[k].row_bytes() % 16 != 0) return false;
+  }
+  if (!Aligned16(x) || !Aligned16(y) || !Aligned16(norm_w)) return false;
+  a.aligned = true;
+  a.row_bytes = static_cast<int64_t>(Traits(t0).type_size) * (n_in / 256);
+  a.row_bytes1 = static_cast<int64_t>(Traits(t1).type_size) * (n_in / 256);
+  a.blocks_per_row = static_cast<int>(n_in / 256);
+  a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
+  a.n_tok = 1;
+  AddNormArgs na{};
+  na.x = x, na.y = y, na.w = norm_w, na.eps = eps, na.counter = counter;
+  if (t1 == t0) {
+    bool launched = false;
+    DispatchQuant(t0, [&]<DType T>() {
+      if constexpr (QBlock<T>::kValues == 256) launched = Launch<T, T>(a, na, stream);
+    });
+    return launched;
+  }
+  switch (t0) {
+    case DType::kQ4_K: return Launch<DType::kQ4_K, MixPartner(DType::kQ4_K)>(a, na, stream);
+    case DType::kQ5_K: return Launch<DType::kQ5_K, MixPartner(DType::kQ5_K)>(a, na, stream);
+    case DType::kQ3_K: return Launch<DType::kQ3_K, MixPartner(DType::kQ3_K)>(a, na, stream);
+    case DType::kQ2_K: return Launch<DType::kQ2_K, MixPartner(DType::kQ2_K)>(a, na, stream);
+    default: return false;
+  }
+}
+
+}  // namespace herd::cuda::internal
