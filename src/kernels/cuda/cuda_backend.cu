@@ -14,7 +14,7 @@
 // the unfused ops instead, HERD_CUDA_FUSE_INPUT=0 only ignores the hints (A/B runs). A one-row
 // AddRmsNorm announced for a K-quant gate/up pair is held until the next op: a MatMulSwiGlu
 // reading its output computes it inside the GEMV (internal::GemvQuantAddNorm; the norm's float
-// output is then not written), any other op launches it first (FlushNorm); rows of up to 2048
+// output is then not written), any other op launches it first (FlushNorm); rows of up to 4096
 // values (HERD_CUDA_NORM_IN_GEMV=N: up to N; 0: off).
 #include <cuda_runtime_api.h>
 
@@ -508,11 +508,10 @@ class CudaBackend final : public Backend {
   const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
   const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
   // Rows of up to this many values take the norm inside the GEMV (HERD_CUDA_NORM_IN_GEMV=N; 0
-  // off). Measured on H100 (tg128): n_embd 2048 (1B) Q4_K_M +6.5%, Q5_K_M +5.2%, Q6_K +1.1%;
-  // n_embd 4096 (8B) Q4_K_M +0.0%, Q6_K -4.2%: hence 2048, one 2048-value step per row.
+  // off): measured on H100 at 2048 (1B) and 4096 (8B) values (bench/results/cuda-session16-*).
   const int64_t norm_in_gemv_max_cols_ = !fuse_inputs_ ? 0 : [] {
     const char* e = std::getenv("HERD_CUDA_NORM_IN_GEMV");
-    return e == nullptr ? int64_t{2048} : std::max<int64_t>(0, std::atoll(e));
+    return e == nullptr ? int64_t{4096} : std::max<int64_t>(0, std::atoll(e));
   }();
   // Attention writes the O projection's int8 GEMV input in its split merge
   // (PagedAttentionQuantized); HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize.

@@ -16,11 +16,12 @@
 // summed per row in step order at the end. x += y is stored by the CTA that reads x last (a
 // device counter), so no CTA reads a half-updated x.
 //
-// Measured (H100, herd_cuda_gemv_norm_bench, us per norm + GEMV pair): 8B gate/up 4096 ->
-// 2 x 14336 Q4_K 27.1 (norm kernel + GemvQuant) -> 24.2; 1B 2048 -> 2 x 8192 11.1 -> 9.1; but the
-// Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.6 -> 10.9-11.7, so the backend uses it for gate/up.
-// Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps, 20), _CHUNK (bytes per stage,
-// 32768), _STAGES (6).
+// Measured (H100, herd_cuda_gemv_norm_bench, us per norm + GEMV pair, an earlier ring shape): 8B
+// gate/up 4096 -> 2 x 14336 Q4_K 27.1 (norm kernel + GemvQuant) -> 24.2; 1B 2048 -> 2 x 8192
+// 11.1 -> 9.1; but the Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.6 -> 10.9-11.7, so the backend
+// uses it for gate/up (bench/results/cuda-session16-2026-11-26.md).
+// Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps, 16), _ITEMS (items per warp
+// in a chunk, 2), _STAGES (ring depth, 4).
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -41,9 +42,9 @@ int EnvInt(const char* name, int fallback) {
   const char* e = std::getenv(name);
   return e == nullptr ? fallback : std::atoi(e);
 }
-const int g_warps = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_WARPS", 20), 1, 31);
-const int g_stages = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_STAGES", 6), 2, kMaxStages);
-const int g_chunk = std::max(16, EnvInt("HERD_CUDA_NORM_GEMV_CHUNK", 32768));
+const int g_warps = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_WARPS", 16), 1, 31);
+const int g_stages = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_STAGES", 4), 2, kMaxStages);
+const int g_items = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_ITEMS", 2), 1, 64);
 
 struct AddNormArgs {
   QuantArgs q;       // the weights (q.x unused: the input is computed)
@@ -286,13 +287,16 @@ template <DType T0, DType T1>
 bool Launch(const QuantArgs& a, AddNormArgs na, cudaStream_t stream) {
   const int64_t rb0 = a.row_bytes, rb1 = a.row_bytes1;
   na.q = a;
-  na.rows0 = static_cast<int>(std::max<int64_t>(1, g_chunk / rb0));
-  na.rows1 = static_cast<int>(std::max<int64_t>(1, g_chunk / rb1));
+  if (a.n_steps > 31) return false;
+  const int consumers = a.n_steps * std::max(1, g_warps / a.n_steps);
+  // Rows per chunk: g_items items for every warp (a chunk is done when its slowest warp is).
+  // Measured on H100 (tg128): 2 items, 16 warps and 4 stages (fewer where 200 KB do not hold
+  // them) beat 20 warps with 32 KB chunks of unaligned rows by 3.9% (8B Q4_K_M) and 3.3% (1B).
+  const int per_step = consumers / a.n_steps;
+  na.rows0 = na.rows1 = g_items * per_step;
   int64_t biggest = na.rows0 * rb0;
   if (T0 != T1) biggest = std::max(biggest, na.rows1 * rb1);
   na.stage_bytes = static_cast<int>((biggest + kSmemPad + 127) / 128 * 128);
-  if (a.n_steps > 31) return false;
-  const int consumers = a.n_steps * std::max(1, g_warps / a.n_steps);
   const int64_t q_stride = a.n_steps * int64_t{kStepValues};
   if (q_stride > 2 * 8 * 32 * consumers) return false;  // two octets a thread
   static const int sms = [] {
