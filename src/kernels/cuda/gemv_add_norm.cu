@@ -47,9 +47,9 @@ const int g_stages = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_STAGES", 4), 2, kMax
 const int g_items = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_ITEMS", 2), 1, 64);
 
 struct AddNormArgs {
-  QuantArgs q;       // the weights (q.x unused: the input is computed)
-  int rows0, rows1;  // rows per chunk of T0 / T1 rows
-  int stage_bytes;   // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
+  QuantArgs q;      // the weights (q.x unused: the input is computed)
+  int rows;         // rows per chunk (fewer where a weight, a type or the CTA's range ends)
+  int stage_bytes;  // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
   int stages;
   int partial_bytes;  // shared memory of the partial sums (the Q8_K row follows them)
   float* x;           // [n_in], += y by the CTA that reads it last
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     int bound = r_end;
     if (seg + 1 < kMaxSegs) bound = min(bound, a.segs.row0[seg + 1]);
     if (T0 != T1 && !t1) bound = min(bound, a.t1_row0);
-    n = min(t1 ? na.rows1 : na.rows0, bound - r);
+    n = min(na.rows, bound - r);
   };
 
   if (warp == consumers) {  // the producer warp
@@ -265,24 +265,6 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
 #endif
 }
 
-// Compute capability 9.x (the kernel's body is compiled for sm_90 only), cached per device.
-bool Sm90() {
-  static std::atomic<int> known[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return false;
-  }
-  int v = known[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) cudaGetLastError();
-    v = major == 9 ? 2 : 1;
-    known[dev].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
-}
-
 template <DType T0, DType T1>
 bool Launch(const QuantArgs& a, AddNormArgs na, cudaStream_t stream) {
   const int64_t rb0 = a.row_bytes, rb1 = a.row_bytes1;
@@ -293,9 +275,9 @@ bool Launch(const QuantArgs& a, AddNormArgs na, cudaStream_t stream) {
   // Measured on H100 (tg128): 2 items, 16 warps and 4 stages (fewer where 200 KB do not hold
   // them) beat 20 warps with 32 KB chunks of unaligned rows by 3.9% (8B Q4_K_M) and 3.3% (1B).
   const int per_step = consumers / a.n_steps;
-  na.rows0 = na.rows1 = g_items * per_step;
-  int64_t biggest = na.rows0 * rb0;
-  if (T0 != T1) biggest = std::max(biggest, na.rows1 * rb1);
+  na.rows = g_items * per_step;
+  int64_t biggest = na.rows * rb0;
+  if (T0 != T1) biggest = std::max(biggest, na.rows * rb1);
   na.stage_bytes = static_cast<int>((biggest + kSmemPad + 127) / 128 * 128);
   const int64_t q_stride = a.n_steps * int64_t{kStepValues};
   if (q_stride > 2 * 8 * 32 * consumers) return false;  // two octets a thread
@@ -328,7 +310,8 @@ namespace herd::cuda::internal {
 bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys, float* x, const float* y,
                       const float* norm_w, float eps, int* counter, cudaStream_t stream) {
   using namespace gemv;  // NOLINT(google-build-using-namespace)
-  if (ws.empty() || ws.size() > static_cast<size_t>(kMaxSegs) || ws.size() != ys.size() || !Sm90()) return false;
+  if (ws.empty() || ws.size() > static_cast<size_t>(kMaxSegs) || ws.size() != ys.size() || !DeviceIsSm90())
+    return false;
   const DType t0 = ws[0].type;
   const int64_t n_in = ws[0].cols();
   if (Traits(t0).block_size != 256 || n_in % 256 != 0) return false;

@@ -33,8 +33,6 @@ struct Shape {
   std::vector<std::pair<DType, int64_t>> outs;  // weights of one launch
 };
 
-size_t WeightRowBytes(DType t, int64_t n_in) { return Traits(t).type_size * (n_in / Traits(t).block_size); }
-
 int Run(int reps) {
   const std::vector<Shape> shapes = {
       {"8b qkv", 4096, {{DType::kQ4_K, 4096}, {DType::kQ4_K, 1024}, {DType::kQ6_K, 1024}}},
@@ -50,7 +48,7 @@ int Run(int reps) {
   for (const Shape& s : shapes) {
     size_t bytes = 0;
     int64_t n_out = 0;
-    for (const auto& [t, rows] : s.outs) bytes += WeightRowBytes(t, s.n_in) * rows, n_out += rows;
+    for (const auto& [t, rows] : s.outs) bytes += RowBytes(t, s.n_in) * rows, n_out += rows;
     const int copies = static_cast<int>(
         std::clamp<size_t>((2 * static_cast<size_t>(prop.l2CacheSize) + bytes - 1) / bytes + 1, 1, 16));
     std::vector<void*> ws(copies);
@@ -61,7 +59,7 @@ int Run(int reps) {
       for (const auto& [t, rows] : s.outs) {
         int f0, f1;
         bench::Fields(t, &f0, &f1);
-        const size_t b = WeightRowBytes(t, s.n_in) * rows;
+        const size_t b = RowBytes(t, s.n_in) * rows;
         bench::FillKernel<<<static_cast<unsigned>((b + 255) / 256), 256, 0, stream>>>(
             static_cast<uint8_t*>(ws[c]) + off, b, 100 + c, static_cast<int>(Traits(t).type_size), f0, f1, 0, false);
         HERD_CUDA_CHECK_LAUNCH();

@@ -50,7 +50,7 @@ Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t
   return Status::Ok();
 }
 
-bool TensorMapsUsable() {
+bool DeviceIsSm90() {
   // Per device (a process may drive GPUs of different generations): 0 unknown, 1 no, 2 yes.
   static std::atomic<int> known[64];
   int dev = 0;
@@ -64,10 +64,12 @@ bool TensorMapsUsable() {
     const bool queried = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
                          cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess;
     if (!queried) cudaGetLastError();
-    v = queried && major == 9 && minor == 0 && EncodeFunction() != nullptr ? 2 : 1;
+    v = queried && major == 9 && minor == 0 ? 2 : 1;
     known[dev].store(v, std::memory_order_relaxed);
   }
   return v == 2;
 }
+
+bool TensorMapsUsable() { return DeviceIsSm90() && EncodeFunction() != nullptr; }
 
 }  // namespace herd::cuda
