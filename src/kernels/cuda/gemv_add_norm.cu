@@ -18,14 +18,18 @@
 //
 // Measured (H100, herd_cuda_gemv_norm_bench, us per norm + GEMV pair, an earlier ring shape): 8B
 // gate/up 4096 -> 2 x 14336 Q4_K 27.1 (norm kernel + GemvQuant) -> 24.2; 1B 2048 -> 2 x 8192
-// 11.1 -> 9.1; but the Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.6 -> 10.9-11.7, so the backend
-// uses it for gate/up (bench/results/cuda-session16-2026-11-26.md).
-// Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps, 16), _ITEMS (items per warp
-// in a chunk, 2), _STAGES (ring depth, 4).
+// 11.1 -> 9.1; the Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.5 -> 10.7 alone, yet in the model
+// 8B Q4_K_M decodes 449 -> 472 tok/s with them (likely: their weights stream while the down GEMV
+// before them drains; bench/results/cuda-session17-2026-11-28.md); 1B (2048-value rows) loses 2.6%, so
+// the backend takes Q/K/V rows of at least 4096 values (HERD_CUDA_NORM_IN_QKV).
+// Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
+// chunk), _STAGES (ring depth), each also per launch width (TuningFor).
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemv_quant_kernel.cuh"
@@ -42,9 +46,29 @@ int EnvInt(const char* name, int fallback) {
   const char* e = std::getenv(name);
   return e == nullptr ? fallback : std::atoi(e);
 }
-const int g_warps = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_WARPS", 16), 1, 31);
-const int g_stages = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_STAGES", 4), 2, kMaxStages);
-const int g_items = std::clamp(EnvInt("HERD_CUDA_NORM_GEMV_ITEMS", 2), 1, 64);
+// The ring's shape for a launch of n weights (2: gate/up, 3: Q/K/V): consumer warps, stages,
+// (row, step) items per warp in a chunk. HERD_CUDA_NORM_GEMV_{WARPS,STAGES,ITEMS} set all; the
+// same name with the suffix _N sets the launches of N weights. Defaults measured on H100 (tg128,
+// bench/results/cuda-session16-* and -session17-*): 16 warps, 4 stages, 2 items; Q/K/V 3 stages
+// and 1 item (8B Q4_K_M 463 -> 472 tok/s against the gate/up shape).
+struct Tuning {
+  int warps, stages, items;
+};
+Tuning TuningFor(size_t n_weights) {
+  static const auto table = [] {
+    std::array<Tuning, kMaxSegs + 1> t{};
+    for (size_t n = 0; n < t.size(); ++n) {
+      const auto get = [n](const std::string& name, int fallback) {
+        return EnvInt((name + "_" + std::to_string(n)).c_str(), EnvInt(name.c_str(), fallback));
+      };
+      t[n].warps = std::clamp(get("HERD_CUDA_NORM_GEMV_WARPS", 16), 1, 31);
+      t[n].stages = std::clamp(get("HERD_CUDA_NORM_GEMV_STAGES", n == 3 ? 3 : 4), 2, kMaxStages);
+      t[n].items = std::clamp(get("HERD_CUDA_NORM_GEMV_ITEMS", n == 3 ? 1 : 2), 1, 64);
+    }
+    return t;
+  }();
+  return table[std::min(n_weights, table.size() - 1)];
+}
 
 struct AddNormArgs {
   QuantArgs q;      // the weights (q.x unused: the input is computed)
@@ -266,16 +290,15 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
 }
 
 template <DType T0, DType T1>
-bool Launch(const QuantArgs& a, AddNormArgs na, cudaStream_t stream) {
+bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t stream) {
   const int64_t rb0 = a.row_bytes, rb1 = a.row_bytes1;
   na.q = a;
   if (a.n_steps > 31) return false;
-  const int consumers = a.n_steps * std::max(1, g_warps / a.n_steps);
-  // Rows per chunk: g_items items for every warp (a chunk is done when its slowest warp is).
-  // Measured on H100 (tg128): 2 items, 16 warps and 4 stages (fewer where 200 KB do not hold
-  // them) beat 20 warps with 32 KB chunks of unaligned rows by 3.9% (8B Q4_K_M) and 3.3% (1B).
+  const int consumers = a.n_steps * std::max(1, tune.warps / a.n_steps);
+  // Rows per chunk: tune.items items for every warp (a chunk is done when its slowest warp is).
+  // (Stages are fewer where 200 KB do not hold them.)
   const int per_step = consumers / a.n_steps;
-  na.rows = g_items * per_step;
+  na.rows = tune.items * per_step;
   int64_t biggest = na.rows * rb0;
   if (T0 != T1) biggest = std::max(biggest, na.rows * rb1);
   na.stage_bytes = static_cast<int>((biggest + kSmemPad + 127) / 128 * 128);
@@ -291,7 +314,7 @@ bool Launch(const QuantArgs& a, AddNormArgs na, cudaStream_t stream) {
   const int64_t partial = (((a.segs.total_rows + grid - 1) / grid + 1) * int64_t{a.n_steps} * 4 + 15) / 16 * 16;
   na.partial_bytes = static_cast<int>(partial);
   const int64_t format = q_stride + q_stride / 8 + q_stride / 8;  // int8 values, d per 32, sums per 16
-  na.stages = g_stages;
+  na.stages = tune.stages;
   while (na.stages > 2 && na.stages * int64_t{na.stage_bytes} + partial + format > kMaxSmem) --na.stages;
   const int64_t smem = na.stages * int64_t{na.stage_bytes} + partial + format;
   if (smem > kMaxSmem) return false;
@@ -337,20 +360,21 @@ bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys
   a.blocks_per_row = static_cast<int>(n_in / 256);
   a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
   a.n_tok = 1;
+  const Tuning tune = TuningFor(ws.size());
   AddNormArgs na{};
   na.x = x, na.y = y, na.w = norm_w, na.eps = eps, na.counter = counter;
   if (t1 == t0) {
     bool launched = false;
     DispatchQuant(t0, [&]<DType T>() {
-      if constexpr (QBlock<T>::kValues == 256) launched = Launch<T, T>(a, na, stream);
+      if constexpr (QBlock<T>::kValues == 256) launched = Launch<T, T>(a, na, tune, stream);
     });
     return launched;
   }
   switch (t0) {
-    case DType::kQ4_K: return Launch<DType::kQ4_K, MixPartner(DType::kQ4_K)>(a, na, stream);
-    case DType::kQ5_K: return Launch<DType::kQ5_K, MixPartner(DType::kQ5_K)>(a, na, stream);
-    case DType::kQ3_K: return Launch<DType::kQ3_K, MixPartner(DType::kQ3_K)>(a, na, stream);
-    case DType::kQ2_K: return Launch<DType::kQ2_K, MixPartner(DType::kQ2_K)>(a, na, stream);
+    case DType::kQ4_K: return Launch<DType::kQ4_K, MixPartner(DType::kQ4_K)>(a, na, tune, stream);
+    case DType::kQ5_K: return Launch<DType::kQ5_K, MixPartner(DType::kQ5_K)>(a, na, tune, stream);
+    case DType::kQ3_K: return Launch<DType::kQ3_K, MixPartner(DType::kQ3_K)>(a, na, tune, stream);
+    case DType::kQ2_K: return Launch<DType::kQ2_K, MixPartner(DType::kQ2_K)>(a, na, tune, stream);
     default: return false;
   }
 }

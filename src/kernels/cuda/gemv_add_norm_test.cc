@@ -1,5 +1,5 @@
-// GemvQuantAddNorm (gemv_add_norm.cu) and the backend path to it (a one-row AddRmsNorm announced
-// for a K-quant MatMulSwiGlu): against the norm kernel + GemvQuant (2e-3: the same int8 row up to
+// GemvQuantAddNorm (gemv_add_norm.cu) and the backend paths to it (a one-row AddRmsNorm announced
+// for a K-quant MatMulSwiGlu or Q/K/V MatMulShared): against the norm kernel + GemvQuant (2e-3: the same int8 row up to
 // a rounding flip from the other order of the sum of squares, other float sums), against the
 // reference (2e-2, int8 activations), x += y exact, the counter left at zero; one-type and mixed
 // launches, rows of one step, several steps and a partial step; where it does not apply, false.
@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/matmul_internal.h"
+#include "kernels/cuda/tma.cuh"
 #include "kernels/quants.h"
 
 namespace herd::cuda {
@@ -175,6 +176,44 @@ TEST_F(GemvAddNormBackendTest, OneRowNormRunsInsideTheGateUpGemv) {
     backend_->Add(one, one, n_embd);
     EXPECT_EQ(Download(x2, n_embd), sum);
     EXPECT_LE(RelError(Download(h2, n_embd).data(), xn.data(), xn.size()), 1e-6);
+  }
+}
+
+// The attention norm of the next layer inside the Q/K/V GEMV (MatMulShared of three weights, the
+// V weight of another type as in Q4_K_M): q, k, v against the reference, x holds x + y, and the
+// norm's output buffer (here its input y) is not written (on sm_90, where the kernel runs).
+TEST_F(GemvAddNormBackendTest, OneRowNormRunsInsideTheQkvGemv) {
+  const int64_t n_embd = 4096, rows[3] = {512, 128, 128};  // rows of at least 4096 values take the path
+  const DType types[3] = {DType::kQ4_K, DType::kQ4_K, DType::kQ6_K};
+  std::vector<TensorView> ws;
+  for (int i = 0; i < 3; ++i) ws.push_back(Weight(types[i], rows[i], n_embd, 90 + i));
+  const size_t first_host = hosts_.size() - 3;
+  const auto hx = RandomNormal(static_cast<size_t>(n_embd), 93), hh = RandomNormal(static_cast<size_t>(n_embd), 94);
+  const auto hw = RandomNormal(static_cast<size_t>(n_embd), 95);
+  float* x = Upload(hx);
+  float* h = Upload(hh);
+  float* norm_w = Upload(hw);
+  float* const ys[3] = {Poisoned<float>(512), Poisoned<float>(128), Poisoned<float>(128)};
+  backend_->PrepareMatMulInput(ws[0]);
+  backend_->AddRmsNorm(x, h, norm_w, 1e-5f, 1, n_embd, h);
+  backend_->MatMulShared(ws, h, 1, ys);
+  std::vector<float> sum;
+  const std::vector<float> xn = HostAddNorm(hx, hh, hw, 1e-5f, &sum);
+  EXPECT_EQ(Download(x, n_embd), sum);
+  if (DeviceIsSm90()) {
+    EXPECT_EQ(Download(h, n_embd), hh);  // the norm ran inside the GEMV
+  }
+  std::vector<float> wr(static_cast<size_t>(n_embd));
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    std::vector<float> want(static_cast<size_t>(rows[i]));
+    for (int64_t j = 0; j < rows[i]; ++j) {
+      ref::DequantizeRow(types[i], hosts_[first_host + i].data() + j * RowBytes(types[i], n_embd), wr.data(), n_embd);
+      double a = 0;
+      for (int64_t k = 0; k < n_embd; ++k) a += double{wr[static_cast<size_t>(k)]} * xn[static_cast<size_t>(k)];
+      want[static_cast<size_t>(j)] = static_cast<float>(a);
+    }
+    EXPECT_LE(RelError(Download(ys[i], rows[i]).data(), want.data(), want.size()), 2e-2);
   }
 }
 
