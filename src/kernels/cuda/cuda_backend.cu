@@ -36,6 +36,7 @@
 #include "kernels/backend.h"
 #include "kernels/cuda/argmax_cuda.h"
 #include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/backend_switches.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dequantize_cuda.h"
@@ -49,11 +50,6 @@
 
 namespace herd::cuda {
 namespace {
-
-bool EnvOn(const char* name, bool unset = true) {
-  const char* e = std::getenv(name);
-  return e == nullptr ? unset : std::strcmp(e, "0") != 0;
-}
 
 size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -166,7 +162,7 @@ class CudaBackend final : public Backend {
     FlushNorm();
     FlushSplit();  // ops deferred before the graph run before it
     FlushRope();
-    if (!graphs_enabled_) return;
+    if (!sw_.graphs) return;
     Bind();
     Graph& g = graphs_[key];
     current_ = &g;
@@ -183,7 +179,7 @@ class CudaBackend final : public Backend {
     FlushNorm();
     FlushSplit();
     FlushRope();
-    if (!graphs_enabled_ || current_ == nullptr) return;
+    if (!sw_.graphs || current_ == nullptr) return;
     Bind();
     Graph& g = *current_;
     current_ = nullptr;
@@ -202,7 +198,7 @@ class CudaBackend final : public Backend {
 
   // --- hints ---
   void PrepareMatMulInput(const TensorView& w) override {
-    if (fuse_inputs_) next_matmul_ = w;
+    if (sw_.fuse_inputs) next_matmul_ = w;
   }
 
   // --- ops ---
@@ -227,7 +223,7 @@ class CudaBackend final : public Backend {
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
                     std::span<float* const> ys) override {
     DIAG_SKIP(ws.size() == 2 ? "glu" : "qkv", n_tok);  // gate/up of quantized models come through here
-    if (ws.size() == 3 && ws[0].cols() >= norm_in_qkv_min_cols_ && NormInGemv(ws, x, n_tok, ys)) return;
+    if (ws.size() == 3 && ws[0].cols() >= sw_.norm_in_qkv_min_cols && NormInGemv(ws, x, n_tok, ys)) return;
     if (!BeginOp(/*matmul=*/true)) return;
 #ifdef HERD_DIAG_SKIP_OPS
     const size_t keep = ws.size() == 3 ? DiagSharedKeep(ws.size(), n_tok) : ws.size();  // Q/K/V only
@@ -236,7 +232,7 @@ class CudaBackend final : public Backend {
     // Q/K/V back to back as one GEMM (MatMulConcatenated): the outputs stay column ranges of its
     // [n_tok, rows] result until an op reads them (FlushSplit copies them out), or a decode
     // attention with the RoPE inside reads them in place (PagedAttention).
-    if (fuse_ && ws.size() == 3 && !copied_out_.contains(ws[0].data)) {
+    if (sw_.fuse && ws.size() == 3 && !copied_out_.contains(ws[0].data)) {
       if (const float* all = matmul_->MatMulConcatenated(ws, x, n_tok)) {
         PendingSplit& p = pending_split_.emplace();
         p.weight = ws[0].data;
@@ -263,7 +259,7 @@ class CudaBackend final : public Backend {
         return;
       }
     }
-    if (fuse_inputs_) {
+    if (sw_.fuse_inputs) {
       if (!BeginOp(/*matmul=*/true)) return;
       if (matmul_->MatMulSwiGlu(gate, up, x, n_tok, gate_out, next ? &*next : nullptr)) return;
     }
@@ -323,7 +319,7 @@ class CudaBackend final : public Backend {
     if (!BeginOp()) return;
     const cuda::RopeStoreArgs* const ra = rope ? &rope->args : nullptr;
     const int64_t n_in = static_cast<int64_t>(n_heads) * cache.head_dim;
-    if (next && next->cols() == n_in && attn_quant_out_ &&
+    if (next && next->cols() == n_in && sw_.attn_quant_out &&
         matmul_->FusedInt8Input(next->type, out, batch.n_tokens, n_in,
                                 [&](DType format, void* buffer, internal::QuantizedActivations* activations) {
                                   return cuda::PagedAttentionQuantized(cache, batch, q, n_heads, scale, out, num_sms_,
@@ -332,7 +328,7 @@ class CudaBackend final : public Backend {
                                 })) {
       return;
     }
-    if (next && next->cols() == n_in && attn_half_out_ &&
+    if (next && next->cols() == n_in && sw_.attn_half_out &&
         matmul_->FusedHalfInput(next->type, out, batch.n_tokens, n_in, [&](bool bf16, void* buffer) {
           return cuda::PagedAttentionHalf(cache, batch, q, n_heads, scale, out, num_sms_, scratch_.get(), bf16, buffer,
                                           stream_, ra);
@@ -362,9 +358,9 @@ class CudaBackend final : public Backend {
     DIAG_SKIP("norm", n_rows);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
-    if (!fuse_) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
+    if (!sw_.fuse) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
     if (!BeginOp()) return;
-    if (next && n_rows == 1 && n_cols <= norm_in_gemv_max_cols_ && next->cols() == n_cols &&
+    if (next && n_rows == 1 && n_cols <= sw_.norm_in_gemv_max_cols && next->cols() == n_cols &&
         Traits(next->type).quantized && Traits(next->type).block_size == 256) {
       pending_norm_ = PendingNorm{x, y, weight, eps, n_cols, out, *next};
       return;
@@ -377,7 +373,7 @@ class CudaBackend final : public Backend {
                    const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) override {
     DIAG_SKIP("rope", batch.n_tokens);
     if (replaying_) return;
-    if (!fuse_) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
+    if (!sw_.fuse) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
     const bool reads_split =
         pending_split_ && pending_split_->ys[0] == q && pending_split_->ys[1] == k && pending_split_->ys[2] == v;
     if (!BeginOp(/*matmul=*/false, /*keep_split=*/reads_split)) return;
@@ -514,29 +510,8 @@ class CudaBackend final : public Backend {
   std::unordered_set<const void*> copied_out_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
   WeightStore weights_{stream_};
-  HostCopies copies_{stream_, EnvOn("HERD_CUDA_PINNED_D2H")};
-  const bool graphs_enabled_ = EnvOn("HERD_CUDA_GRAPHS");
-  const bool fuse_ = EnvOn("HERD_CUDA_FUSE");
-  const bool fuse_inputs_ = fuse_ && EnvOn("HERD_CUDA_FUSE_INPUT");
-  // Rows of up to this many values take the norm inside the GEMV (HERD_CUDA_NORM_IN_GEMV=N; 0
-  // off): measured on H100 at 2048 (1B) and 4096 (8B) values (bench/results/cuda-session16-*).
-  const int64_t norm_in_gemv_max_cols_ = !fuse_inputs_ ? 0 : [] {
-    const char* e = std::getenv("HERD_CUDA_NORM_IN_GEMV");
-    return e == nullptr ? int64_t{4096} : std::max<int64_t>(0, std::atoll(e));
-  }();
-  // The same for the attention norm and the Q/K/V GEMV, for rows of at least this many values
-  // (HERD_CUDA_NORM_IN_QKV=N; 0 off): on H100 8B Q4_K_M (4096) gains, 1B (2048) loses.
-  const int64_t norm_in_qkv_min_cols_ = [] {
-    const char* e = std::getenv("HERD_CUDA_NORM_IN_QKV");
-    const int64_t v = e == nullptr ? 4096 : std::atoll(e);
-    return v <= 0 ? INT64_MAX : v;
-  }();
-  // Attention writes the O projection's int8 GEMV input in its split merge
-  // (PagedAttentionQuantized); HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize.
-  const bool attn_quant_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_QUANT_OUT");
-  // Attention writes the O projection's half / bfloat16 tensor-core input too (PagedAttentionHalf;
-  // 8B F16 128 sequences +0.5%); HERD_CUDA_ATTN_HALF_OUT=0: a conversion kernel before O.
-  const bool attn_half_out_ = fuse_inputs_ && EnvOn("HERD_CUDA_ATTN_HALF_OUT");
+  const BackendSwitches sw_ = BackendSwitches::FromEnv();
+  HostCopies copies_{stream_, sw_.pinned_d2h};
   std::unordered_map<uint64_t, Graph> graphs_;
   Graph* current_ = nullptr;  // between BeginGraph and EndGraph
   bool capturing_ = false;
