@@ -97,15 +97,18 @@ void TeacherForced(Loaded& ref, Loaded& cpu, const std::vector<int32_t>& prompt,
 // Quantized weights: activations are rounded to 8 bits before every matmul. A 1e-6 difference
 // upstream can flip one rounding, which moves that matmul's output by a quantization step, so
 // the paths agree only to the activation quantization error. Stated tolerance: max |Δlogit| ≤
-// 0.05 · (1 + max|logit|) at every step, teacher-forced on the reference's greedy tokens, and
-// the optimized path's greedy token must equal the reference's at each of the 32 steps unless the
-// reference's top-2 margin is below twice the logit difference measured at that step (a near
-// tie the perturbation can explain; at most half of the steps may be near ties).
+// 0.05 · (1 + max|logit|) at every step, teacher-forced on the reference's greedy tokens for
+// 1,000 steps, and the optimized path's greedy token must equal the reference's at every step
+// unless the reference's top-2 margin is below twice the logit difference measured at that step
+// (a near tie the perturbation can explain; at most a quarter of the steps may be near ties).
+// The raw top-1 agreement is printed: on these random-weight models (near-tied logits) it is
+// 98.8-100% (bench/results/cuda-session17-2026-11-28.md), the floor for any two paths that sum
+// in different orders; cuda_forward_test.cc holds the GPU to the same criterion.
 TEST_P(ForwardTypeTest, CpuMatchesReference) {
   const std::string type = GetParam();
   const std::string path = testing::TestModelPath("tiny", type);
-  Loaded ref = Load(path, true);
-  Loaded cpu = Load(path, false);
+  Loaded ref = Load(path, true, 72);  // 1,152 positions: the prompt and 1,000 steps
+  Loaded cpu = Load(path, false, 72);
   const int32_t n_vocab = ref.model->config().n_vocab;
   const auto prompt = Prompt(40, n_vocab);  // >= 24 tokens: the prompt kernels (AMX for F16/BF16) run
   if (IsFloatType(type)) {
@@ -122,8 +125,8 @@ TEST_P(ForwardTypeTest, CpuMatchesReference) {
     return;
   }
   std::vector<std::vector<float>> lr, lc;
-  TeacherForced(ref, cpu, prompt, 32, &lr, &lc);
-  int near_ties = 0;
+  TeacherForced(ref, cpu, prompt, 1000, &lr, &lc);
+  int near_ties = 0, equal = 0;
   float worst = 0;
   for (size_t step = 0; step < lr.size(); ++step) {
     const auto& a = lr[step];
@@ -141,15 +144,17 @@ TEST_P(ForwardTypeTest, CpuMatchesReference) {
     for (int32_t i = 0; i < n_vocab; ++i) {
       if (i != top) second = std::max(second, a[static_cast<size_t>(i)]);
     }
+    const bool same = ArgMax(b.data(), n_vocab) == top;
+    equal += same ? 1 : 0;
     if (a[static_cast<size_t>(top)] - second <= 2 * max_diff) {
       ++near_ties;
     } else {
-      EXPECT_EQ(ArgMax(b.data(), n_vocab), top) << "step " << step;
+      EXPECT_TRUE(same) << "step " << step << ": differs where the top-2 margin exceeds twice the logit difference";
     }
   }
-  EXPECT_LE(near_ties, static_cast<int>(lr.size()) / 2) << "too few decisive steps for the test to mean much";
-  std::printf("%s: max |dlogit| / (1 + max|logit|) = %.4f over %zu steps, %d near ties\n", type.c_str(), worst,
-              lr.size(), near_ties);
+  EXPECT_LE(near_ties, static_cast<int>(lr.size()) / 4) << "too few decisive steps for the test to mean much";
+  std::printf("%s: top-1 agreement %d / %zu, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties\n", type.c_str(),
+              equal, lr.size(), worst, near_ties);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ForwardTypeTest,
