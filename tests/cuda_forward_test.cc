@@ -5,17 +5,16 @@
 //   and the first step's logits agree to 1e-2 · (1 + max|logit|) (both paths may round
 //   activations to 16 bits for their tensor-core / AMX prompt kernels, and sum in other orders).
 // - Quantized weights: teacher-forced on the CPU's greedy tokens for 1,000 steps, max |Δlogit| ≤
-//   0.05 · (1 + max|logit|) at every step; the GPU's top-1 token equals the CPU's at ≥ 97% of the
-//   steps, and at every step where the CPU's top-2 margin exceeds twice that step's max |Δlogit|
-//   (the criterion forward_test.cc holds the CPU to against the scalar reference, whose own raw
-//   agreement with the CPU there is 98.8-100%). Both quantize activations bit-identically (the
-//   vec-dot type), but float summation order differs; one flipped int8 rounding in a layer moves
-//   the next layers by a quantization step, so the paths agree to the activation quantization
-//   error, and random-weight models have near-tied logits: the CPU agrees with itself across
-//   instruction sets (AVX-512 vs AVX2, same int8 activations) only at 99.3% of 1,000 steps on
-//   this Q6_K model and 92% on a llama-3.2-1b-shaped Q4_K_M
-//   (bench/results/cuda-matmul-2026-11-22.md). Measured GPU figures are printed; the 97% bound
-//   sits under the lowest seen (97.9%).
+//   0.05 · (1 + max|logit|) at every step, the GPU's top-1 token equal to the CPU's at ≥ 97% of
+//   the steps, and at most a quarter of the steps near ties (CPU top-2 margin ≤ twice that step's
+//   max |Δlogit|: only there can the tokens differ). Both quantize activations bit-identically
+//   (the vec-dot type), but float summation order differs; one flipped int8 rounding in a layer
+//   moves the next layers by a quantization step, so the paths agree to the activation
+//   quantization error, and random-weight models have near-tied logits: the CPU's own agreement
+//   with the scalar reference is 98.8-100% on these models (forward_test.cc), with itself across
+//   instruction sets (AVX-512 vs AVX2) 99.3% on this Q6_K model and 92% on a llama-3.2-1b-shaped
+//   Q4_K_M (bench/results/cuda-matmul-2026-11-22.md). Measured GPU figures are printed; the 97%
+//   bound sits under the lowest seen (97.9%).
 // - Batches that mix sequences and chunked prefill give the logits of the sequences run alone.
 //
 // Without a GPU every test skips, naming the reason. HERD_CUDA_TEST_MODEL=FILE.gguf adds the
@@ -103,9 +102,10 @@ std::vector<int32_t> Greedy(Loaded& l, const std::vector<int32_t>& prompt, int s
 struct Agreement {
   int steps = 0;
   int top1_equal = 0;
-  int near_ties = 0;        // steps whose CPU top-2 margin is at most twice that step's max|Δlogit|
-  int decisive_differ = 0;  // steps outside near ties whose top-1 differs
-  float worst = 0;          // max over steps of max|Δlogit| / (1 + max|logit|)
+  // Steps whose CPU top-2 margin is at most twice that step's max|Δlogit|: the only steps where
+  // the top-1 tokens can differ (a larger margin survives the difference).
+  int near_ties = 0;
+  float worst = 0;  // max over steps of max|Δlogit| / (1 + max|logit|)
 };
 
 // Both paths get the CPU's greedy tokens; compares each step's logits.
@@ -125,17 +125,12 @@ Agreement TeacherForced(Loaded& cpu, Loaded& gpu, const std::vector<int32_t>& pr
     if (!std::isfinite(max_diff)) max_diff = INFINITY;
     a.worst = std::max(a.worst, max_diff / (1 + max_abs));
     const int32_t top = ArgMax(lc.data(), n_vocab);
-    const bool same = ArgMax(lg.data(), n_vocab) == top;
-    a.top1_equal += same ? 1 : 0;
+    a.top1_equal += ArgMax(lg.data(), n_vocab) == top ? 1 : 0;
     float second = -INFINITY;
     for (int32_t i = 0; i < n_vocab; ++i) {
       if (i != top) second = std::max(second, lc[static_cast<size_t>(i)]);
     }
-    if (lc[static_cast<size_t>(top)] - second <= 2 * max_diff) {
-      ++a.near_ties;
-    } else if (!same) {
-      ++a.decisive_differ;
-    }
+    if (lc[static_cast<size_t>(top)] - second <= 2 * max_diff) ++a.near_ties;
     ++a.steps;
     input = {top};
   }
@@ -174,11 +169,10 @@ TEST_P(CudaForwardTypeTest, GpuMatchesCpu) {
   Loaded gpu = Load(path, true, 72);
   const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), kSteps);
   EXPECT_GE(a.top1_equal, a.steps * 97 / 100) << a.top1_equal << " of " << a.steps;
-  EXPECT_EQ(a.decisive_differ, 0) << "top-1 differs where the CPU's top-2 margin exceeds twice the logit difference";
-  EXPECT_LE(a.near_ties, a.steps / 4) << "too few decisive steps for the test to mean much";
+  EXPECT_LE(a.near_ties, a.steps / 4) << "the logit error is large against the model's top-2 margins";
   EXPECT_LE(a.worst, 0.05f);
-  std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties, %d decisive differ\n",
-              type.c_str(), a.top1_equal, a.steps, a.worst, a.near_ties, a.decisive_differ);
+  std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties\n", type.c_str(),
+              a.top1_equal, a.steps, a.worst, a.near_ties);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, CudaForwardTypeTest,
@@ -383,8 +377,8 @@ TEST(CudaForwardTest, ModelFromEnvironment) {
   Loaded cpu = Load(path, false, (steps + 64) / 16 + 2);
   Loaded gpu = Load(path, true, (steps + 64) / 16 + 2);
   const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), steps);
-  std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties, %d decisive differ\n",
-              path, a.top1_equal, a.steps, a.worst, a.near_ties, a.decisive_differ);
+  std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties\n", path, a.top1_equal,
+              a.steps, a.worst, a.near_ties);
   // Agreement is printed, not asserted: on large random quantized models the CPU agrees with
   // itself across instruction sets only ~92% of the time (see the file comment).
   EXPECT_LE(a.worst, 0.05f);

@@ -98,12 +98,10 @@ void TeacherForced(Loaded& ref, Loaded& cpu, const std::vector<int32_t>& prompt,
 // upstream can flip one rounding, which moves that matmul's output by a quantization step, so
 // the paths agree only to the activation quantization error. Stated tolerance: max |Δlogit| ≤
 // 0.05 · (1 + max|logit|) at every step, teacher-forced on the reference's greedy tokens for
-// 1,000 steps, and the optimized path's greedy token must equal the reference's at every step
-// unless the reference's top-2 margin is below twice the logit difference measured at that step
-// (a near tie the perturbation can explain; at most a quarter of the steps may be near ties).
-// The raw top-1 agreement is printed: on these random-weight models (near-tied logits) it is
-// 98.8-100% (bench/results/cuda-session17-2026-11-28.md), the floor for any two paths that sum
-// in different orders; cuda_forward_test.cc holds the GPU to the same criterion.
+// 1,000 steps; the greedy tokens equal at >= 97% of the steps (printed: 98.8-100% on these
+// random-weight models, whose logits are often near-tied; bench/results/cuda-session17-*), and
+// at most a quarter of the steps near ties (reference top-2 margin <= twice that step's max
+// |Δlogit|: only there can the tokens differ, since a larger margin survives the difference).
 TEST_P(ForwardTypeTest, CpuMatchesReference) {
   const std::string type = GetParam();
   const std::string path = testing::TestModelPath("tiny", type);
@@ -144,15 +142,11 @@ TEST_P(ForwardTypeTest, CpuMatchesReference) {
     for (int32_t i = 0; i < n_vocab; ++i) {
       if (i != top) second = std::max(second, a[static_cast<size_t>(i)]);
     }
-    const bool same = ArgMax(b.data(), n_vocab) == top;
-    equal += same ? 1 : 0;
-    if (a[static_cast<size_t>(top)] - second <= 2 * max_diff) {
-      ++near_ties;
-    } else {
-      EXPECT_TRUE(same) << "step " << step << ": differs where the top-2 margin exceeds twice the logit difference";
-    }
+    equal += ArgMax(b.data(), n_vocab) == top ? 1 : 0;
+    if (a[static_cast<size_t>(top)] - second <= 2 * max_diff) ++near_ties;
   }
-  EXPECT_LE(near_ties, static_cast<int>(lr.size()) / 4) << "too few decisive steps for the test to mean much";
+  EXPECT_GE(equal, static_cast<int>(lr.size()) * 97 / 100) << equal << " of " << lr.size();
+  EXPECT_LE(near_ties, static_cast<int>(lr.size()) / 4) << "the logit error is large against the model's top-2 margins";
   std::printf("%s: top-1 agreement %d / %zu, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties\n", type.c_str(),
               equal, lr.size(), worst, near_ties);
 }
