@@ -13,6 +13,8 @@
 #                                  each herd binary BIN (e.g. $DEV/herd_old $DEV/herd) in turn, ROUNDS times
 #   bench/cuda/device_run.sh bins SHAPE TYPE ROUNDS BIN...  decode b=1 (tg128) with each herd binary
 #                                  BIN in turn, ROUNDS times
+#   bench/cuda/device_run.sh envs SHAPE TYPE ROUNDS "A=1 B=2" "C=3"...  decode b=1 (tg128) with each
+#                                  set of variables in turn ("-" for none), ROUNDS times
 # Models are generated on the device (random weights, real shapes) into /tmp/models.
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
@@ -82,6 +84,18 @@ case "${1:-}" in
         echo "{\"model\": \"$name\", \"binary\": \"$b\", \"result\": $r}" | tee -a "$OUT/bins.jsonl"
       done
     done ;;
-  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | bins SHAPE TYPE ROUNDS BIN... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
+  envs)
+    m=$(model "$2" "$3")
+    name="$2-$3" rounds=$4
+    shift 4
+    for _ in $(seq "$rounds"); do
+      for e in "$@"; do
+        vars=()
+        [ "$e" != "-" ] && read -r -a vars <<< "$e"
+        r=$(env "${vars[@]}" "$herd" bench-model -m "$m" --device cuda -p 0 -n 128 -r 3 --json 2>&1 | tail -1)
+        echo "{\"model\": \"$name\", \"env\": \"$e\", \"result\": $r}" | tee -a "$OUT/envs.jsonl"
+      done
+    done ;;
+  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | bins SHAPE TYPE ROUNDS BIN... | envs SHAPE TYPE ROUNDS VARS... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
      exit 2 ;;
 esac
