@@ -126,11 +126,7 @@ Agreement TeacherForced(Loaded& cpu, Loaded& gpu, const std::vector<int32_t>& pr
     a.worst = std::max(a.worst, max_diff / (1 + max_abs));
     const int32_t top = ArgMax(lc.data(), n_vocab);
     a.top1_equal += ArgMax(lg.data(), n_vocab) == top ? 1 : 0;
-    float second = -INFINITY;
-    for (int32_t i = 0; i < n_vocab; ++i) {
-      if (i != top) second = std::max(second, lc[static_cast<size_t>(i)]);
-    }
-    if (lc[static_cast<size_t>(top)] - second <= 2 * max_diff) ++a.near_ties;
+    if (testing::TopTwoMargin(lc, top) <= 2 * max_diff) ++a.near_ties;
     ++a.steps;
     input = {top};
   }

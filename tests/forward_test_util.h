@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +58,17 @@ inline std::vector<float> RunAlone(LoadedForward& l, const std::vector<int32_t>&
   std::vector<float> logits(static_cast<size_t>(l.model->config().n_vocab));
   EXPECT_TRUE(l.model->Forward(b, l.cache->layers(), logits.data()).ok());
   return logits;
+}
+
+// logits[top] minus the largest other logit (top: the argmax). Another path whose logits are
+// within d of these everywhere picks the same top-1 token wherever this margin exceeds 2 d: the
+// steps with a margin of at most 2 d are the near ties, the only ones where the tokens can differ.
+inline float TopTwoMargin(const std::vector<float>& logits, int32_t top) {
+  float second = -INFINITY;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (static_cast<int32_t>(i) != top) second = std::max(second, logits[i]);
+  }
+  return logits[static_cast<size_t>(top)] - second;
 }
 
 }  // namespace herd::testing

@@ -18,10 +18,10 @@
 //
 // Measured (H100, herd_cuda_gemv_norm_bench, us per norm + GEMV pair, an earlier ring shape): 8B
 // gate/up 4096 -> 2 x 14336 Q4_K 27.1 (norm kernel + GemvQuant) -> 24.2; 1B 2048 -> 2 x 8192
-// 11.1 -> 9.1; the Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.5 -> 10.7 alone, yet in the model
-// 8B Q4_K_M decodes 449 -> 472 tok/s with them (likely: their weights stream while the down GEMV
-// before them drains; bench/results/cuda-session17-2026-11-28.md); 1B (2048-value rows) loses 2.6%, so
-// the backend takes Q/K/V rows of at least 4096 values (HERD_CUDA_NORM_IN_QKV).
+// 11.1 -> 9.1; the Q/K/V launches (4096 -> 6144 Q4_K + Q6_K) 10.5 -> 10.8 alone, yet in the model
+// 8B Q4_K_M decodes 449.8 -> 473.9 tok/s with them (likely: their weights stream while the down
+// GEMV before them drains; bench/results/cuda-session17-2026-11-28.md); 1B (2048-value rows)
+// loses 2.6%, so the backend takes Q/K/V rows of at least 4096 values (HERD_CUDA_NORM_IN_QKV).
 // Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
 // chunk), _STAGES (ring depth), each also per launch width (TuningFor).
 #include <algorithm>

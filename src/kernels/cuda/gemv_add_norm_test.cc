@@ -1,8 +1,9 @@
 // GemvQuantAddNorm (gemv_add_norm.cu) and the backend paths to it (a one-row AddRmsNorm announced
-// for a K-quant MatMulSwiGlu or Q/K/V MatMulShared): against the norm kernel + GemvQuant (2e-3: the same int8 row up to
-// a rounding flip from the other order of the sum of squares, other float sums), against the
-// reference (2e-2, int8 activations), x += y exact, the counter left at zero; one-type and mixed
-// launches, rows of one step, several steps and a partial step; where it does not apply, false.
+// for a K-quant MatMulSwiGlu or Q/K/V MatMulShared): against the norm kernel + GemvQuant (2e-3:
+// the same int8 row up to a rounding flip from the other order of the sum of squares, other float
+// sums), against the reference (2e-2, int8 activations), x += y exact, the counter left at zero;
+// one-type and mixed launches, rows of one step, several steps and a partial step; where it does
+// not apply, false.
 #include <gtest/gtest.h>
 
 #include <cmath>
