@@ -337,6 +337,7 @@ attn::Params BaseParams(const KvLayerView& c, const AttentionBatch& b, const flo
   p.q = q;
   p.q_stride = static_cast<int64_t>(n_heads) * c.head_dim;
   p.out = out;
+  p.n_slots = static_cast<int64_t>(c.n_blocks) * c.block_size;
   return p;
 }
 

@@ -166,6 +166,9 @@ void SetDecodeOnTensorCores(bool on);
 // tensor cores (attention_simt_mma.cuh: q and the softmax weights rounded to f16) while this is on (process-wide;
 // initially HERD_CUDA_ATTN_MMA != "0"); otherwise in fp32 SIMT.
 void SetDecodeMma(bool on);
+// That variant's K/V tiles come from a producer warp through TMA (sm_90; same bits) while this
+// is on (process-wide; initially HERD_CUDA_ATTN_TMA set and not "0").
+void SetDecodeTma(bool on);
 // Whether decode tokens of this cache type and head_dim, in a batch of n_tokens, run on that
 // variant when the tensor-core decode kernel above does not take them (SetDecodeMma).
 bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens);

@@ -335,6 +335,14 @@ TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
   Sweep(this, DType::kF16);
   SetDecodeOnTensorCores(true);
 }
+// The same variant with its tiles from TMA (SetDecodeTma), head_dim 64 as well.
+TEST_F(CudaAttentionTest, F16DecodeWithTmaTiles) {
+  SetDecodeOnTensorCores(false);
+  SetDecodeTma(true);
+  Sweep(this, DType::kF16);
+  SetDecodeTma(false);
+  SetDecodeOnTensorCores(true);
+}
 // Decode batches of 1-8 tokens on the other decode kernels (the small-batch kernel off).
 TEST_F(CudaAttentionTest, F16WithoutTheSmallBatchKernel) {
   SetSmallDecodePolicy(SmallDecodePolicy{0, 1, 64, 0});
@@ -513,6 +521,80 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
   }
   SetAttentionSplitPolicy(AttentionSplitPolicy{});
   SetSmallDecodePolicy(SmallDecodePolicy{});
+}
+
+// The TMA variant of the split kernel's tensor-core decode (SetDecodeTma) against the
+// cp.async one: the same bits for outputs and caches, with and without the fused RoPE + K/V store,
+// for one split per context (up to 19 tiles, more than the stages) and several; and once more in
+// a CUDA graph, where the producer loads the earlier positions before its wait. Contexts end
+// inside, at and past block and tile boundaries (the cache's other bytes are finite here; the
+// sweep above has NaN there).
+TEST_F(CudaAttentionTest, TmaDecodeGivesTheCpAsyncBits) {
+  SetDecodeOnTensorCores(false);
+  const std::vector<int32_t> ctx = {1, 16, 17, 33, 64, 100, 300, 599, 31};  // 9 decode tokens
+  const int32_t n_tok = static_cast<int32_t>(ctx.size()), blocks_per_seq = 38, n_blocks = n_tok * blocks_per_seq;
+  for (const int max_splits : {8, 1}) {
+    SetAttentionSplitPolicy(AttentionSplitPolicy{12, 1, max_splits});
+    for (int32_t hd : {64, 128}) {
+      for (int32_t group : {4, 8, 16}) {
+        for (const bool rope : {false, true}) {
+          SCOPED_TRACE("hd" + std::to_string(hd) + " group" + std::to_string(group) + (rope ? " rope" : "") +
+                       " max splits " + std::to_string(max_splits));
+          std::vector<uint8_t> init(CacheBytes(DType::kF16, n_blocks, hd));
+          std::mt19937 rng(7 + hd + group);
+          for (uint8_t& x : init) x = static_cast<uint8_t>(rng() % 7 + 0x28);  // small finite halves
+          auto [a, b] = TwinCaches(DType::kF16, n_blocks, hd, init);
+          std::vector<int32_t> pos(ctx.size()), seq(ctx.size()), flat(static_cast<size_t>(n_blocks));
+          std::vector<int32_t> lens(ctx.size(), blocks_per_seq);
+          for (int32_t t = 0; t < n_tok; ++t) {
+            pos[static_cast<size_t>(t)] = ctx[static_cast<size_t>(t)] - 1;
+            seq[static_cast<size_t>(t)] = n_tok - 1 - t;
+          }
+          for (int32_t i = 0; i < n_blocks; ++i) flat[static_cast<size_t>(i)] = (i * 101) % n_blocks;
+          const int32_t* dflat = Upload(flat);
+          std::vector<const int32_t*> ptrs;
+          for (int32_t s = 0; s < n_tok; ++s) ptrs.push_back(dflat + s * blocks_per_seq);
+          const int32_t* dpos = Upload(pos);
+          AttentionBatch batch{n_tok, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
+          batch.may_have_runs = false;
+          batch.max_context = 599;
+          const int32_t n_heads = 2 * group;
+          const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 91 + hd + group, 2.f);
+          const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 92 + hd + group, 2.f);
+          const auto v = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 93 + hd + group);
+          const float* dinv = InverseFrequencies(hd);
+          const float* dv = Upload(v);
+          const size_t n_out = q.size();
+          const float scale = 1.f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> outs[2];
+          for (const bool bulk : {false, true}) {
+            SetDecodeTma(bulk);
+            const KvLayerView& cache = bulk ? b : a;
+            float *dq = Upload(q), *dk = Upload(k);
+            float* out = Upload(std::vector<float>(n_out, -1.f));
+            if (rope) backend_->RopeStoreKv(cache, batch, dq, n_heads, dk, dv, dpos, dinv, hd);
+            backend_->PagedAttention(cache, batch, dq, n_heads, scale, out);
+            outs[bulk] = Download(out, n_out);
+          }
+          EXPECT_EQ(outs[0], outs[1]);
+          ExpectSameCaches(a, b);
+          EXPECT_TRUE(std::all_of(outs[1].begin(), outs[1].end(), [](float x) { return std::isfinite(x); }));
+          if (rope) {
+            EXPECT_TRUE(RopeFusesIntoAttention(a, batch, n_heads));
+            auto [c, unused] = TwinCaches(DType::kF16, n_blocks, hd, init);
+            float *qc = Upload(q), *kc = Upload(k);
+            float* out_c = Upload(std::vector<float>(n_out, -3.f));
+            ExpectGraphRunMatches(c, batch, qc, kc, dv, dpos, dinv, hd, n_heads, scale, out_c);
+            EXPECT_EQ(Download(out_c, n_out), outs[0]);
+            ExpectSameCaches(a, c);
+          }
+          SetDecodeTma(false);
+        }
+      }
+    }
+  }
+  SetAttentionSplitPolicy(AttentionSplitPolicy{});
+  SetDecodeOnTensorCores(true);
 }
 
 TEST_F(CudaAttentionTest, EmptyBatchIsANoOp) {

@@ -85,6 +85,7 @@ struct Params {
   // new_k / new_v after the wait), and the graph of the previous step has completed (stream
   // order); outside graphs an earlier kernel of the stream could in principle still be writing.
   int32_t copy_before_wait;
+  int64_t n_slots;  // positions the caches hold (n_blocks * block_size): the TMA kernel's tensor maps
 };
 
 // Shared-memory row pitch (bytes) of one raw K vector of `vec_bytes`: F16/F32 rows padded
@@ -174,6 +175,11 @@ bool LaunchPrefillTcF16(const Params& p, cudaStream_t stream);
 // bench/results/cuda-session9-2026-11-26.md).
 bool DecodeMmaEnabled();
 constexpr int kMmaMinTokens = 8;
+// That variant with its K/V tiles loaded by a producer warp through TMA (attention_decode_tma.cu;
+// same bits): launches it over `grid` for `rows` (4, 8 or 16) query rows and returns true while
+// SetDecodeTma is on, on sm_90 with tensor maps, for head_dim 64 / 128, one head chunk and a
+// block size that is a power of two >= 16; else launches nothing and returns false.
+bool LaunchDecodeTmaF16(const Params& p, int rows, unsigned grid, cudaStream_t stream);
 
 // The split count per work item (Params::s_max) of a launch (host side, attention_split.cc).
 enum class SplitPath {

@@ -224,7 +224,7 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     // Partial scores: warp covers a quarter of the dims, lane = position (kMma: warp w positions
     // 8 w .. 8 w + 7, every dim).
     if constexpr (kMma) {
-      MmaScores<HD, RM>(ks, pitch, qf, warp, lane, sp);
+      MmaScores<HD, RM>(PaddedRows{ks, pitch}, qf, warp, lane, sp);
     } else {
       float sc[RM];
 #pragma unroll
@@ -236,37 +236,12 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
     __syncthreads();
 
     // Online softmax: warp per row, lane per position.
-    const int base = tile * kTile;
-    for (int r = warp; r < RM; r += 4) {
-      float s = sp[r * kTile + lane];
-      if constexpr (!kMma) {
-        s += sp[(RM + r) * kTile + lane] + sp[(2 * RM + r) * kTile + lane] + sp[(3 * RM + r) * kTile + lane];
-      }
-      const bool valid = r < rows && base + lane <= pos0 + r / nh;
-      s = valid ? s : -INFINITY;
-      const float m_old = m_run[r];
-      const float m_new = fmaxf(m_old, WarpMax(s));
-      const bool none = m_new == -INFINITY;  // every position so far masked
-      const float pr = none ? 0.f : exp2f(s - m_new);
-      const float a = none ? 1.f : exp2f(m_old - m_new);
-      const float sum = WarpSum(pr);
-      if constexpr (kMma) {
-        ph[r * kPPitch + lane] = __float2half_rn(pr);
-      } else {
-        ps[lane * RM + r] = pr;
-      }
-      __syncwarp();  // every lane has read m_run[r] / l_run[r]
-      if (lane == 0) {
-        alpha[r] = a;
-        m_run[r] = m_new;
-        l_run[r] = l_run[r] * a + sum;
-      }
-    }
+    SoftmaxRows<RM, kMma>(sp, ps, m_run, l_run, alpha, warp, lane, rows, tile * kTile, pos0, nh);
     __syncthreads();
 
     // acc = acc * alpha + P · V.
     if constexpr (kMma) {
-      MmaPV<HD, RM>(vs, vpitch, ph, alpha, warp, lane, o);
+      MmaPV<HD, RM>(PaddedRows{vs, vpitch}, ph, alpha, warp, lane, o);
     } else if constexpr (kFixed) {
       const int d = tid % HD, r0 = (tid / HD) * kElems;
 #pragma unroll
@@ -415,7 +390,9 @@ void LaunchHd(const Params& p, int rows_small, bool prefill, unsigned grid, cuda
   static std::atomic<uint64_t> raised[7];
   if constexpr (T == KvKind::kF16 && (HD == 64 || HD == 128)) {
     if (DecodeMmaEnabled() && p.n_tokens >= kMmaMinTokens) {
-      if (rows_small == 4) {
+      if (LaunchDecodeTmaF16(p, rows_small, grid, stream)) {
+        // the same math with tiles from TMA (attention_decode_tma.cu)
+      } else if (rows_small == 4) {
         LaunchKernel<T>(DecodeKernel<T, HD, 4, true>, 4, raised[4], p, grid, stream, true);
       } else if (rows_small == 8) {
         LaunchKernel<T>(DecodeKernel<T, HD, 8, true>, 8, raised[5], p, grid, stream, true);
