@@ -167,7 +167,7 @@ void SetDecodeOnTensorCores(bool on);
 // initially HERD_CUDA_ATTN_MMA != "0"); otherwise in fp32 SIMT.
 void SetDecodeMma(bool on);
 // That variant's K/V tiles come from a producer warp through TMA (sm_90; same bits) while this
-// is on (process-wide; initially HERD_CUDA_ATTN_TMA set and not "0").
+// is on (process-wide; initially HERD_CUDA_ATTN_TMA != "0").
 void SetDecodeTma(bool on);
 // Whether decode tokens of this cache type and head_dim, in a batch of n_tokens, run on that
 // variant when the tensor-core decode kernel above does not take them (SetDecodeMma).

@@ -328,11 +328,14 @@ TEST_F(CudaAttentionTest, F16DecodeWithoutTensorCores) {
   SetDecodeMma(true);
   SetDecodeOnTensorCores(true);
 }
-// Decode tokens of F16 caches on the SIMT kernel's tensor-core variant, head_dim 64 as well.
+// Decode tokens of F16 caches on the SIMT kernel's tensor-core variant with cp.async tiles,
+// head_dim 64 as well.
 TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
   SetDecodeOnTensorCores(false);
   SetDecodeMma(true);
+  SetDecodeTma(false);
   Sweep(this, DType::kF16);
+  SetDecodeTma(true);
   SetDecodeOnTensorCores(true);
 }
 // The same variant with its tiles from TMA (SetDecodeTma), head_dim 64 as well.
@@ -340,7 +343,6 @@ TEST_F(CudaAttentionTest, F16DecodeWithTmaTiles) {
   SetDecodeOnTensorCores(false);
   SetDecodeTma(true);
   Sweep(this, DType::kF16);
-  SetDecodeTma(false);
   SetDecodeOnTensorCores(true);
 }
 // Decode batches of 1-8 tokens on the other decode kernels (the small-batch kernel off).
@@ -588,11 +590,11 @@ TEST_F(CudaAttentionTest, TmaDecodeGivesTheCpAsyncBits) {
             EXPECT_EQ(Download(out_c, n_out), outs[0]);
             ExpectSameCaches(a, c);
           }
-          SetDecodeTma(false);
         }
       }
     }
   }
+  SetDecodeTma(true);
   SetAttentionSplitPolicy(AttentionSplitPolicy{});
   SetDecodeOnTensorCores(true);
 }

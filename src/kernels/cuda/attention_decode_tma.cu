@@ -13,8 +13,10 @@
 // barrier; S = Q·Kᵀ (MmaScores), barrier, SoftmaxRows, barrier, O += P·V (MmaPV), arrive on
 // `empty`. Two CTA barriers a tile over the math warps (the cp.async kernel has three), no copy
 // instructions or block-table loads in them, kTmaStages tiles in flight.
-// Measured first (bench/results/cuda-session18-2026-11-28.md): a form with one bulk copy per
-// 256-byte row (64 per tile, no tensor map) ran 128 x 576 positions in 138.5 us against 118.6.
+// Measured (bench/results/cuda-session18-2026-11-28.md; 8B, 128 sequences x 576 positions): 109.2
+// us with 3 stages (4 CTAs per SM; 4 stages 111.2, 6 115.7, 2 108.6) against 118.6 for the cp.async
+// kernel. Not kept: one bulk copy per 256-byte row (64 per tile, no tensor map) 138.5 us; two kv
+// heads per CTA as one stream of tiles (half the grid, one wave) 126.6 us.
 #include <cuda.h>
 #include <cuda_fp16.h>
 
@@ -32,7 +34,7 @@ namespace herd::cuda::attn {
 namespace {
 
 #ifndef HERD_ATTN_TMA_STAGES
-#define HERD_ATTN_TMA_STAGES 4  // compile-time override for variant builds (bench/cuda/build_variants.sh)
+#define HERD_ATTN_TMA_STAGES 3  // compile-time override for variant builds (bench/cuda/build_variants.sh)
 #endif
 constexpr int kTmaStages = HERD_ATTN_TMA_STAGES;
 constexpr int kMathWarps = 4;
@@ -218,7 +220,7 @@ void LaunchRows(const Params& p, int rows, unsigned grid, cudaStream_t stream, c
 std::atomic<bool>& TmaFlag() {
   static std::atomic<bool> on{[] {
     const char* e = std::getenv("HERD_CUDA_ATTN_TMA");
-    return e != nullptr && std::strcmp(e, "0") != 0;
+    return e == nullptr || std::strcmp(e, "0") != 0;
   }()};
   return on;
 }
