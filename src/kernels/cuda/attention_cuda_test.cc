@@ -283,6 +283,33 @@ class CudaAttentionTest : public CudaBackendTest {
     HERD_CUDA_CHECK(cudaStreamDestroy(stream));
     EXPECT_EQ(Download(wout, nq), Download(out, nq)) << "eager and graph runs";
   }
+  // A decode batch (may_have_runs false): token t at position pos[t] of sequence n_seqs - 1 - t;
+  // sequence s owns blocks [s * blocks_per_seq, (s + 1) * blocks_per_seq) of the permutation
+  // i -> i * mul % (n_seqs * blocks_per_seq) (mul coprime to the block count).
+  AttentionBatch DecodeBatch(const std::vector<int32_t>& pos, int32_t n_seqs, int32_t blocks_per_seq, int32_t mul,
+                             int32_t max_context) {
+    const int32_t n_tok = static_cast<int32_t>(pos.size()), n_blocks = n_seqs * blocks_per_seq;
+    std::vector<int32_t> seq(pos.size()), flat(static_cast<size_t>(n_blocks)), lens(static_cast<size_t>(n_seqs));
+    for (int32_t t = 0; t < n_tok; ++t) seq[static_cast<size_t>(t)] = n_seqs - 1 - t;  // not in order
+    for (int32_t i = 0; i < n_blocks; ++i) flat[static_cast<size_t>(i)] = (i * mul) % n_blocks;
+    std::fill(lens.begin(), lens.end(), blocks_per_seq);
+    const int32_t* dflat = Upload(flat);
+    std::vector<const int32_t*> ptrs;
+    for (int32_t s = 0; s < n_seqs; ++s) ptrs.push_back(dflat + s * blocks_per_seq);
+    AttentionBatch batch{n_tok, Upload(pos), Upload(seq), Upload(ptrs), Upload(lens)};
+    batch.may_have_runs = false;
+    batch.max_context = max_context;
+    return batch;
+  }
+  // Random q [n_tok, n_heads, hd], k and v [n_tok, 2 kv heads, hd] (q and k with std 2), from seed.
+  struct Qkv {
+    std::vector<float> q, k, v;
+  };
+  static Qkv RandomQkv(int32_t n_tok, int32_t n_heads, int32_t hd, uint32_t seed) {
+    return {RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), seed, 2.f),
+            RandomNormal(static_cast<size_t>(n_tok * 2 * hd), seed + 1, 2.f),
+            RandomNormal(static_cast<size_t>(n_tok * 2 * hd), seed + 2)};
+  }
   // RoPE inverse frequencies for n_rot rotated dims (llama-3 base), on the device.
   const float* InverseFrequencies(int32_t n_rot) {
     std::vector<float> inv(static_cast<size_t>(n_rot / 2));
@@ -476,19 +503,10 @@ TEST_F(CudaAttentionTest, RopeFusedIntoDecodeAttentionEqualsTheSeparateOps) {
             // Sequence s owns blocks [13 s, 13 s + 13): contexts 38, 4 and 200 positions.
             const std::vector<int32_t> all_pos = {37, 3, 199};
             const std::vector<int32_t> pos(all_pos.begin(), all_pos.begin() + n_tok);
-            std::vector<int32_t> seq(static_cast<size_t>(n_tok)), flat(39), lens(3, 13);
-            for (int32_t t = 0; t < n_tok; ++t) seq[static_cast<size_t>(t)] = 2 - t;  // not in order
-            for (int32_t i = 0; i < 39; ++i) flat[static_cast<size_t>(i)] = (i * 7) % 39;
-            const int32_t* dflat = Upload(flat);
-            const std::vector<const int32_t*> ptrs = {dflat, dflat + 13, dflat + 26};
-            const int32_t* dpos = Upload(pos);
-            AttentionBatch batch{n_tok, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
-            batch.may_have_runs = false;
-            batch.max_context = 200;
+            const AttentionBatch batch = DecodeBatch(pos, 3, 13, 7, 200);
+            const int32_t* dpos = batch.pos;
             const int32_t n_heads = 2 * group;
-            const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 81 + hd + group, 2.f);
-            const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 82 + hd + group, 2.f);
-            const auto v = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 83 + hd + group);
+            const auto [q, k, v] = RandomQkv(n_tok, n_heads, hd, 81 + hd + group);
             const float* dinv = InverseFrequencies(n_rot);
             const float* dv = Upload(v);
             float *qa = Upload(q), *ka = Upload(k), *qb = Upload(q), *kb = Upload(k);
@@ -546,24 +564,12 @@ TEST_F(CudaAttentionTest, TmaDecodeGivesTheCpAsyncBits) {
           std::mt19937 rng(7 + hd + group);
           for (uint8_t& x : init) x = static_cast<uint8_t>(rng() % 7 + 0x28);  // small finite halves
           auto [a, b] = TwinCaches(DType::kF16, n_blocks, hd, init);
-          std::vector<int32_t> pos(ctx.size()), seq(ctx.size()), flat(static_cast<size_t>(n_blocks));
-          std::vector<int32_t> lens(ctx.size(), blocks_per_seq);
-          for (int32_t t = 0; t < n_tok; ++t) {
-            pos[static_cast<size_t>(t)] = ctx[static_cast<size_t>(t)] - 1;
-            seq[static_cast<size_t>(t)] = n_tok - 1 - t;
-          }
-          for (int32_t i = 0; i < n_blocks; ++i) flat[static_cast<size_t>(i)] = (i * 101) % n_blocks;
-          const int32_t* dflat = Upload(flat);
-          std::vector<const int32_t*> ptrs;
-          for (int32_t s = 0; s < n_tok; ++s) ptrs.push_back(dflat + s * blocks_per_seq);
-          const int32_t* dpos = Upload(pos);
-          AttentionBatch batch{n_tok, dpos, Upload(seq), Upload(ptrs), Upload(lens)};
-          batch.may_have_runs = false;
-          batch.max_context = 599;
+          std::vector<int32_t> pos(ctx.size());
+          for (size_t t = 0; t < ctx.size(); ++t) pos[t] = ctx[t] - 1;
+          const AttentionBatch batch = DecodeBatch(pos, n_tok, blocks_per_seq, 101, 599);
+          const int32_t* dpos = batch.pos;
           const int32_t n_heads = 2 * group;
-          const auto q = RandomNormal(static_cast<size_t>(n_tok * n_heads * hd), 91 + hd + group, 2.f);
-          const auto k = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 92 + hd + group, 2.f);
-          const auto v = RandomNormal(static_cast<size_t>(n_tok * 2 * hd), 93 + hd + group);
+          const auto [q, k, v] = RandomQkv(n_tok, n_heads, hd, 91 + hd + group);
           const float* dinv = InverseFrequencies(hd);
           const float* dv = Upload(v);
           const size_t n_out = q.size();

@@ -128,18 +128,8 @@ __global__ void __launch_bounds__(kTmaThreads)
   if (p.nsplit != nullptr && c.leader && tid == 0) p.nsplit[t] = ns;
   for (int i = tid; i < RM * HD; i += 32 * kMathWarps) {
     const int r = i / HD, d = i - r * HD;
-    float x = 0.f;
-    if (r < nh) {
-      const float* qr = p.q + static_cast<int64_t>(t) * p.q_stride + static_cast<int64_t>(c.h0 + r) * HD;
-      if (rope && d / 2 < p.rope_half) {
-        const float2 y = RotatePair(reinterpret_cast<const float2*>(qr)[d / 2], cs[d / 2], cs[p.rope_half + d / 2]);
-        x = d % 2 == 0 ? y.x : y.y;
-      } else {
-        x = qr[d];
-      }
-      x *= p.scale_log2;
-    }
-    qs[i] = x;
+    const float* qr = p.q + static_cast<int64_t>(t) * p.q_stride + static_cast<int64_t>(c.h0 + r) * HD;
+    qs[i] = r < nh ? ScaledQ(p, qr, d, rope, cs) : 0.f;
   }
   if (tid < RM) {
     m_run[tid] = -INFINITY;

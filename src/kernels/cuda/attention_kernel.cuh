@@ -177,18 +177,8 @@ __device__ void RunItem(const Params& p, uint8_t* smem, int t, int len, int pos0
   if (p.nsplit != nullptr && leader && tid < len) p.nsplit[t + tid] = ns;
   for (int i = tid; i < RM * hd; i += kThreads) {
     const int r = i / hd, d = i - r * hd;
-    float x = 0.f;
-    if (r < rows) {
-      const float* qr = p.q + static_cast<int64_t>(t + r / nh) * p.q_stride + static_cast<int64_t>(h0 + r % nh) * hd;
-      if (rope && d / 2 < p.rope_half) {
-        const float2 y = RotatePair(reinterpret_cast<const float2*>(qr)[d / 2], cs[d / 2], cs[p.rope_half + d / 2]);
-        x = d % 2 == 0 ? y.x : y.y;
-      } else {
-        x = qr[d];
-      }
-      x *= p.scale_log2;
-    }
-    qs[i] = x;
+    const float* qr = p.q + static_cast<int64_t>(t + r / nh) * p.q_stride + static_cast<int64_t>(h0 + r % nh) * hd;
+    qs[i] = r < rows ? ScaledQ(p, qr, d, rope, cs) : 0.f;
   }
   if (tid < RM) {
     m_run[tid] = -INFINITY;

@@ -61,4 +61,17 @@ __device__ __forceinline__ void NewKvChunk(const Params& p, int t, int kvh, int 
   }
 }
 
+// Value d of the query row at qr (unrotated, head_dim floats) as the decode kernels keep it:
+// rotated by the angles cs where the fused RoPE rotates its pair, times scale * log2(e).
+__device__ __forceinline__ float ScaledQ(const Params& p, const float* qr, int d, bool rope, const float* cs) {
+  float x;
+  if (rope && d / 2 < p.rope_half) {
+    const float2 y = RotatePair(reinterpret_cast<const float2*>(qr)[d / 2], cs[d / 2], cs[p.rope_half + d / 2]);
+    x = d % 2 == 0 ? y.x : y.y;
+  } else {
+    x = qr[d];
+  }
+  return x * p.scale_log2;
+}
+
 }  // namespace herd::cuda::attn
