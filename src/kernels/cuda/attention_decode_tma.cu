@@ -41,14 +41,13 @@ constexpr int kMathWarps = 4;
 constexpr int kTmaThreads = 32 * (kMathWarps + 1);
 
 template <int HD>
-constexpr int kHalfBytes = kTile * HD * 2;  // K (or V) rows of one tile, unpadded
+constexpr int kHalfBytes = kTile* HD * 2;  // K (or V) rows of one tile, unpadded
 // Shared memory: up to 1 KB of alignment, S stages of K then V (1024-byte aligned), then floats:
 // Q [RM][HD], scores [RM][kTile], P as halves [RM][kPPitch], max / sum / rescale [RM], RoPE
 // angles [HD]; then full[S], empty[S] mbarriers.
 template <int HD, int RM>
 constexpr size_t kSmemBytes = 1024 + static_cast<size_t>(kTmaStages) * 2 * kHalfBytes<HD> +
-                              sizeof(float) * (RM * HD + RM * kTile + RM * kPPitch / 2 + 3 * RM + HD) +
-                              16 * kTmaStages;
+                              sizeof(float) * (RM * HD + RM * kTile + RM * kPPitch / 2 + 3 * RM + HD) + 16 * kTmaStages;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void MathSync() { asm volatile("bar.sync 1, %0;\n" ::"n"(32 * kMathWarps) : "memory"); }
