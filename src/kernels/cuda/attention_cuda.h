@@ -169,6 +169,8 @@ void SetDecodeMma(bool on);
 // That variant's K/V tiles come from a producer warp through TMA (sm_90; same bits) while this
 // is on (process-wide; initially HERD_CUDA_ATTN_TMA != "0").
 void SetDecodeTma(bool on);
+// Launches of that TMA form so far (process-wide): tests check that it, not the fallback, ran.
+uint64_t DecodeTmaLaunches();
 // Whether decode tokens of this cache type and head_dim, in a batch of n_tokens, run on that
 // variant when the tensor-core decode kernel above does not take them (SetDecodeMma).
 bool DecodeUsesMma(DType type, int head_dim, int64_t n_tokens);

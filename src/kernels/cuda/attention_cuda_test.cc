@@ -70,7 +70,9 @@ TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
   SetDecodeOnTensorCores(false);
   SetDecodeMma(true);
   SetDecodeTma(false);
+  const uint64_t launches = DecodeTmaLaunches();
   Sweep(this, DType::kF16);
+  EXPECT_EQ(DecodeTmaLaunches(), launches);
   SetDecodeTma(true);
   SetDecodeOnTensorCores(true);
 }
@@ -78,7 +80,9 @@ TEST_F(CudaAttentionTest, F16DecodeOnTheSplitKernelsTensorCores) {
 TEST_F(CudaAttentionTest, F16DecodeWithTmaTiles) {
   SetDecodeOnTensorCores(false);
   SetDecodeTma(true);
+  const uint64_t launches = DecodeTmaLaunches();
   Sweep(this, DType::kF16);
+  EXPECT_GT(DecodeTmaLaunches(), launches) << "the sweep's decode batches of 8+ tokens must take the TMA form";
   SetDecodeOnTensorCores(true);
 }
 // Decode batches of 1-8 tokens on the other decode kernels (the small-batch kernel off).

@@ -155,14 +155,17 @@ TEST_F(CudaAttentionTest, TmaDecodeGivesTheCpAsyncBits) {
           const size_t n_out = q.size();
           const float scale = 1.f / std::sqrt(static_cast<float>(hd));
           std::vector<float> outs[2];
-          for (const bool bulk : {false, true}) {
-            SetDecodeTma(bulk);
-            const KvLayerView& cache = bulk ? b : a;
+          for (const bool tma : {false, true}) {
+            SetDecodeTma(tma);
+            const uint64_t launches = DecodeTmaLaunches();
+            const KvLayerView& cache = tma ? b : a;
             float *dq = Upload(q), *dk = Upload(k);
             float* out = Upload(std::vector<float>(n_out, -1.f));
             if (rope) backend_->RopeStoreKv(cache, batch, dq, n_heads, dk, dv, dpos, dinv, hd);
             backend_->PagedAttention(cache, batch, dq, n_heads, scale, out);
-            outs[bulk] = Download(out, n_out);
+            outs[tma] = Download(out, n_out);
+            // The TMA form ran (not its fallback) exactly where it is on; one launch per call.
+            EXPECT_EQ(DecodeTmaLaunches() - launches, tma ? 1u : 0u);
           }
           EXPECT_EQ(outs[0], outs[1]);
           ExpectSameCaches(a, b);

@@ -214,6 +214,11 @@ std::atomic<bool>& TmaFlag() {
   return on;
 }
 
+std::atomic<uint64_t>& LaunchCount() {
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+
 }  // namespace
 
 bool LaunchDecodeTmaF16(const Params& p, int rows, unsigned grid, cudaStream_t stream) {
@@ -233,6 +238,7 @@ bool LaunchDecodeTmaF16(const Params& p, int rows, unsigned grid, cudaStream_t s
   } else {
     LaunchRows<64>(p, rows, grid, stream, km, vm);
   }
+  LaunchCount().fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -240,4 +246,5 @@ bool LaunchDecodeTmaF16(const Params& p, int rows, unsigned grid, cudaStream_t s
 
 namespace herd::cuda {
 void SetDecodeTma(bool on) { attn::TmaFlag().store(on); }
+uint64_t DecodeTmaLaunches() { return attn::LaunchCount().load(std::memory_order_relaxed); }
 }  // namespace herd::cuda
