@@ -247,7 +247,8 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         "\"itl_ms\": {\"p50\": %.2f, \"p90\": %.2f, \"p99\": %.2f, \"mean\": %.2f}, "
         "\"e2e_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"cache_hit_rate\": %.4f, \"coalesced\": %lld, \"preemptions\": %lld, \"errors\": %d, "
-        "\"step_s\": %.3f, \"forward_s\": %.3f, \"sample_s\": %.3f, \"steps\": %lld, \"queued_steps\": %lld}\n",
+        "\"step_s\": %.3f, \"forward_s\": %.3f, \"sample_s\": %.3f, \"steps\": %lld, \"queued_steps\": %lld, "
+        "\"decode_steps\": %lld, \"decode_step_tokens\": %lld}\n",
         o.model.c_str(), lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.kv_type.c_str(), o.requests,
         o.concurrency, o.rate, o.prompt_len, o.gen_len, o.shared_prefix, o.batch_tokens,
         o.no_prefix_cache ? "false" : "true", wall, prompt_tps, gen_tps, decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50,
@@ -256,7 +257,9 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         static_cast<long long>(after.preemptions - before.preemptions), errors,
         after.step_seconds - before.step_seconds, after.forward_seconds - before.forward_seconds,
         after.sample_seconds - before.sample_seconds, static_cast<long long>(after.steps - before.steps),
-        static_cast<long long>(after.queued_steps - before.queued_steps));
+        static_cast<long long>(after.queued_steps - before.queued_steps),
+        static_cast<long long>(after.decode_steps - before.decode_steps),
+        static_cast<long long>(after.decode_step_tokens - before.decode_step_tokens));
   } else {
     std::printf("model: %s  device %s, kernels %s, %d threads, kv %s\n", o.model.c_str(), lm.device.ToString().c_str(),
                 kernels.c_str(), lm.threads, o.kv_type.c_str());

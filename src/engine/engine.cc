@@ -330,6 +330,7 @@ bool Engine::Step() {
     if (consumed_decode_only && consumed_tokens > 0) {
       stats_.decode_step_seconds += seconds;
       stats_.decode_step_tokens += consumed_tokens;
+      ++stats_.decode_steps;
     }
   }
   PublishMetrics();

@@ -72,6 +72,7 @@ struct EngineStats {
   // is decode_step_tokens / decode_step_seconds.
   double decode_step_seconds = 0;
   int64_t decode_step_tokens = 0;
+  int64_t decode_steps = 0;  // their count: decode_step_tokens / decode_steps is the mean batch
   // Where step time goes: the forward pass (ModelRunner::Execute, logits on the host included)
   // and sampling + emitting events (AfterForward); the rest is scheduling and bookkeeping.
   double forward_seconds = 0;
