@@ -239,5 +239,28 @@ TEST(EnginePipelineTest, RandomizedMixOfGreedySampledAndCancelled) {
   EXPECT_GT(r.stats.preemptions, 0);
 }
 
+// Sampled requests without top-k draw on the device (Backend::DrawRows; here its host default,
+// ref::DrawRow): plain temperatures, nucleus, min_p and both, each seeded, give the tokens the
+// host Sampler gives from the same seeds.
+TEST(EnginePipelineTest, FullRowDrawsGiveTheHostSamplersTokens) {
+  std::vector<Arrival> a;
+  const float temps[] = {0.3f, 0.8f, 1.0f, 1.7f};
+  const float top_ps[] = {1.0f, 0.9f, 0.5f, 1.0f};
+  const float min_ps[] = {0.0f, 0.0f, 0.05f, 0.1f};
+  for (int i = 0; i < 8; ++i) {
+    GenerationRequest r = Greedy(Prompt(10 + 3 * i, 200 + i, Vocab()), 30);
+    r.sampling.temperature = temps[i % 4];
+    r.sampling.top_p = top_ps[(i + i / 4) % 4];
+    r.sampling.min_p = min_ps[(i + 2 * (i / 4)) % 4];
+    r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+    a.push_back({i % 3, r});
+  }
+  a.push_back({1, Greedy(Prompt(20, 300, Vocab()), 30)});  // greedy rows in the same passes
+  const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {});
+  // Every decode step holds sampled rows (all requests run together for ~30 steps), and a pass
+  // is queued only when it returns ids: so these steps drew on the "device".
+  EXPECT_GE(r.stats.queued_steps, 20);
+}
+
 }  // namespace
 }  // namespace herd

@@ -264,7 +264,7 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   const auto now = EngineClock::now();
   const size_t n_vocab = static_cast<size_t>(runner_.n_vocab());
   // Forks first (they need the parent's row before sampling modifies it), then sampling.
-  if (out.argmax_only) {  // plain greedy everywhere (ModelRunner): only the ids came back
+  if (out.argmax_only) {  // greedy or drawn on the device everywhere (ModelRunner): only the ids came back
     for (size_t i = 0; i < out.sampled.size(); ++i) {
       if (out.sampled[i] != nullptr) SampleAndEmit(out.sampled[i], nullptr, now, out.argmax[i]);
     }
@@ -320,7 +320,7 @@ void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point
   if (logits != nullptr) {
     t = seq->sampler->Sample(logits);
   } else if (device_argmax >= 0) {
-    t.id = device_argmax;  // what Sample would return for a plain greedy sequence
+    t.id = device_argmax;  // what Sample would return (a plain greedy sequence, or a device draw)
   } else {                 // ArgMaxRows found no number in the row: the model produced NaNs
     FinishSequence(seq, FinishReason::kError, "", now, Internal("the model's logits are not numbers (NaN)"));
     return;

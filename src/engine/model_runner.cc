@@ -55,6 +55,14 @@ bool TopCandidatesDraw(const Sequence& s) {
   return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
 }
 
+// True when the device can draw the sequence's next token from its full row (Backend::DrawRows:
+// Sampler::TakesDeviceDraw; no constraint, no n > 1 fork at this step).
+bool FullRowDraw(const Sequence& s) {
+  if (!s.sampler || s.constraint != nullptr) return false;
+  if (!s.sampler->TakesDeviceDraw()) return false;
+  return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
+}
+
 }  // namespace
 
 ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv, bool force_device_sampling)
@@ -62,9 +70,8 @@ ModelRunner::ModelRunner(Model* model, KvCache* cache, KvCacheManager* kv, bool 
   // On a device backend the logits stay there for plain greedy steps (HERD_DEVICE_ARGMAX=0: off).
   const char* env = std::getenv("HERD_DEVICE_ARGMAX");
   size_t free_bytes = 0, total_bytes = 0;  // a backend with device memory keeps logits there
-  device_argmax_ =
-      force_device_sampling ||
-      (model->backend().DeviceMemory(&free_bytes, &total_bytes) && !(env != nullptr && std::string_view(env) == "0"));
+  device_argmax_ = force_device_sampling || (model->backend().DeviceMemory(&free_bytes, &total_bytes) &&
+                                             !(env != nullptr && std::string_view(env) == "0"));
 }
 
 Status ModelRunner::Collect(StepOutput* out) {
@@ -111,19 +118,32 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   }
   b.block_tables.resize(n_tables);
   e.block_tables.resize(n_embed_tables);
-  // What leaves the device: only ids when every sampled sequence is plain greedy; each row's
+  // What leaves the device: only ids when every sampled sequence is plain greedy, or plain greedy
+  // or drawn from its full row (the draw's uniform is taken from the sampler now); each row's
   // top-k candidates when every one is plain greedy or samples from a small top_k; else logits.
   b.argmax_only = device_argmax_ && !out->sampled.empty();
-  bool top_ok = b.argmax_only;
+  bool top_ok = b.argmax_only, full_ok = b.argmax_only;
   int32_t top_k = 1;
   for (const Sequence* s : out->sampled) {
     const bool greedy = PlainGreedy(*s);
     b.argmax_only = b.argmax_only && greedy;
     const bool draws = !greedy && TopCandidatesDraw(*s);
     top_ok = top_ok && (greedy || draws);
+    full_ok = full_ok && (greedy || FullRowDraw(*s));
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
   }
   b.top_k = !b.argmax_only && top_ok ? top_k : 0;
+  b.draws.clear();
+  if (!b.argmax_only && b.top_k == 0 && full_ok) {
+    b.argmax_only = true;
+    b.draws.resize(out->sampled.size());
+    for (size_t i = 0; i < out->sampled.size(); ++i) {
+      Sequence& s = *out->sampled[i];
+      if (PlainGreedy(s)) continue;  // temperature 0: the argmax
+      const Sampler::DeviceDraw d = s.sampler->NextDeviceDraw();
+      b.draws[i] = RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u};
+    }
+  }
   out->argmax_only = b.argmax_only;
   out->top_k = b.top_k;
   const size_t rows = b.logit_rows.size();

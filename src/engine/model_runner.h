@@ -34,7 +34,8 @@ struct StepOutput {
   std::vector<Sequence*> sampled;  // sequences whose logits were computed, in chunk order
   std::vector<float> logits;       // [sampled.size(), n_vocab]; empty when argmax_only
   // Every sampled sequence decodes greedily with nothing that needs its logits (no penalties,
-  // logit_bias, logprobs, constraint or n > 1 fork): the device returned only argmax[i].
+  // logit_bias, logprobs, constraint or n > 1 fork), or some draw from their full rows
+  // (Sampler::TakesDeviceDraw): the device returned only argmax[i], the argmax or the drawn id.
   bool argmax_only = false;
   std::vector<int32_t> argmax;  // [sampled.size()] when argmax_only
   // Every sampled sequence is plain greedy or draws with a top_k <= Backend::kMaxTopK and

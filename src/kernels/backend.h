@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "kernels/attention.h"
+#include "kernels/draw.h"
 #include "kernels/ops.h"
 #include "tensor/tensor.h"
 
@@ -110,6 +111,11 @@ class Backend {
   // device: only k candidates per row travel back. Default: a host loop (host backends).
   static constexpr int32_t kMaxTopK = 64;
   virtual void TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals);
+  // ids[r] = the token drawn from row r of x: [n_rows, n_cols] by draws[r] (kernels/draw.h:
+  // temperature 0 = ArgMaxRows' id; -1 for a row without a number). draws, ids: this backend's
+  // memory. Sampling on the device without top-k: only the ids travel back. Default: a host
+  // loop over ref::DrawRow (host backends); every backend gives the same ids.
+  virtual void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids);
 
   // --- hints ---
   // Declares that the op called next (RmsNorm, AddRmsNorm, SwiGlu or PagedAttention) computes

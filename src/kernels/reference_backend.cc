@@ -96,6 +96,10 @@ void Backend::TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k
   }
 }
 
+void Backend::DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids) {
+  for (int64_t r = 0; r < n_rows; ++r) ids[r] = ref::DrawRow(x + r * n_cols, n_cols, draws[r]);
+}
+
 std::unique_ptr<Backend> MakeReferenceBackend() { return std::make_unique<ReferenceBackend>(); }
 
 }  // namespace herd

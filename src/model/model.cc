@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -42,6 +43,21 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
   if (top_k < 0 || top_k > Backend::kMaxTopK || (top_k > 0 && argmax_only)) {
     return InvalidArgument(
         StrFormat("top_k %d: must be in [0, %d] and not with argmax_only", top_k, Backend::kMaxTopK));
+  }
+  if (!draws.empty()) {
+    if (!argmax_only || draws.size() != logit_rows.size()) {
+      return InvalidArgument(
+          StrFormat("%zu draws for %zu logit rows: one per row, with argmax_only", draws.size(), logit_rows.size()));
+    }
+    for (const RowDraw& d : draws) {
+      const bool greedy = d.temperature == 0.0f;
+      if (!(d.temperature >= 0.0f && std::isfinite(d.temperature)) ||
+          (!greedy &&
+           !(d.top_p > 0.0f && d.top_p <= 1.0f && d.min_p >= 0.0f && d.min_p <= 1.0f && d.u >= 0.0 && d.u < 1.0))) {
+        return InvalidArgument(
+            StrFormat("bad draw: temperature %g, top_p %g, min_p %g, u %g", d.temperature, d.top_p, d.min_p, d.u));
+      }
+    }
   }
   if (pos.size() != tokens.size() || seq.size() != tokens.size())
     return InvalidArgument("batch arrays differ in length");

@@ -35,6 +35,10 @@ struct ForwardBatch {
   // returns each logit row's top_k most likely entries (Backend::TopKRows: ids in `argmax`,
   // [n_rows * top_k], their logits in `logits`, [n_rows * top_k]; id -1 past a row's count).
   int32_t top_k = 0;
+  // Drawing on the device (argmax_only passes only): when not empty ([logit_rows.size()]), row
+  // r's id in `argmax` is drawn from its full logits by draws[r] (Backend::DrawRows; temperature
+  // 0 gives the argmax) instead of taken as the argmax. Token feedback works as for argmax ids.
+  std::vector<RowDraw> draws;
   // Tokens fed back on the device (pipelined decoding): a token -(r + 1) stands for the argmax
   // of logit row r of the previous pass, which must have been argmax_only with at least
   // feedback_rows rows (Model::Forward / QueueForward, or the pass taken last). 0: every token

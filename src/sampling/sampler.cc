@@ -92,6 +92,17 @@ bool Sampler::TakesTopCandidates(int32_t max_k) const {
          !p.penalties_on() && !p.logprobs && p.n_probs == 0;
 }
 
+bool Sampler::TakesDeviceDraw() const {
+  const SamplingParams& p = params_;
+  return !p.greedy() && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.typical_p >= 1.0f && p.logit_bias.empty() &&
+         !p.penalties_on() && !p.logprobs && p.n_probs == 0;
+}
+
+Sampler::DeviceDraw Sampler::NextDeviceDraw() {
+  HERD_CHECK(TakesDeviceDraw());
+  return DeviceDraw{params_.temperature, params_.top_p, params_.min_p, Uniform()};
+}
+
 SampledToken Sampler::SampleTopCandidates(std::span<const Candidate> top) {
   HERD_CHECK(TakesTopCandidates(params_.top_k));
   const double u = Uniform();  // drawn first, as in Draw

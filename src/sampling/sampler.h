@@ -77,6 +77,18 @@ class Sampler {
   // returns what Sample(row) would return, bit for bit.
   SampledToken SampleTopCandidates(std::span<const Candidate> top);
 
+  // Whether a device can draw for this sampler from the full row (Backend::DrawRows, whose
+  // semantics are this class's): a non-greedy draw without top-k (top_k 0 or >= n_vocab),
+  // typical-p, logit bias, penalties or logprobs / n_probs.
+  bool TakesDeviceDraw() const;
+  // What such a draw needs, consuming one draw (as Sample does): the caller's device picks the
+  // token with it; Accept that token as usual.
+  struct DeviceDraw {
+    float temperature, top_p, min_p;
+    double u;
+  };
+  DeviceDraw NextDeviceDraw();
+
   // Records a token of the sequence (prompt tokens and generated ones) in the penalty window.
   void Accept(int32_t id);
   void Accept(std::span<const int32_t> ids) {

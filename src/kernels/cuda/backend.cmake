@@ -18,3 +18,4 @@ add_executable(herd_cuda_kv_stream_bench ${CMAKE_CURRENT_LIST_DIR}/kv_stream_ben
 target_link_libraries(herd_cuda_kv_stream_bench PRIVATE herd_kernels_cuda)
 target_compile_options(herd_cuda_kv_stream_bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};-lineinfo>)
 set_target_properties(herd_cuda_kv_stream_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+herd_cuda_test(herd_cuda_draw_test SOURCES draw_cuda_test.cc)

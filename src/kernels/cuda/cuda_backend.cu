@@ -39,6 +39,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/diag_skip.h"
+#include "kernels/cuda/draw_cuda.h"
 #include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -346,6 +347,10 @@ class CudaBackend final : public Backend {
   void TopKRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t k, int32_t* ids, float* vals) override {
     if (!BeginOp()) return;
     cuda::TopKRows(x, n_rows, n_cols, k, ids, vals, stream_);
+  }
+  void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids) override {
+    if (!BeginOp()) return;
+    cuda::DrawRows(x, n_rows, n_cols, draws, ids, stream_);
   }
   void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
     if (!BeginOp()) return;

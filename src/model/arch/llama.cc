@@ -97,7 +97,7 @@ class LlamaModel final : public Model {
     if ((batch.argmax_only || batch.top_k > 0) && argmax == nullptr) {
       return InvalidArgument("argmax_only / top_k need an argmax output");
     }
-    const uint64_t tag = batch.argmax_only ? 3 : (1 | static_cast<uint64_t>(batch.top_k) << 22);
+    const uint64_t tag = LogitsTag(batch);
     HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, tag));
     const ModelConfig& c = config_;
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
@@ -125,7 +125,7 @@ class LlamaModel final : public Model {
       return InvalidArgument("a queued pass must be argmax_only with logit rows");
     }
     if (n_queued_ >= kMaxQueued) return Internal("too many queued passes");
-    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, /*graph_tag=*/3));
+    HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, LogitsTag(batch)));
     Logits(batch, hidden);
     Queued& q = queued_[(first_queued_ + n_queued_) % kMaxQueued];
     q.ids.resize(batch.logit_rows.size());
@@ -159,6 +159,7 @@ class LlamaModel final : public Model {
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
     float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
     int32_t* argmax = nullptr;    // [out_capacity]
+    RowDraw* draws = nullptr;     // [out_capacity], uploaded per pass when the batch draws
     int32_t* topk_ids = nullptr;  // [out_capacity * Backend::kMaxTopK]
     float* topk_vals = nullptr;   // [out_capacity * Backend::kMaxTopK]
     // The batch description, uploaded by one copy per pass into `batch` (device, batch_bytes),
@@ -178,6 +179,13 @@ class LlamaModel final : public Model {
     const void* kv_identity = nullptr;  // the KV cache of the last pass (its layer 0 K)
   };
 
+  // The graph tag of a pass that ends in logits (Run): 3 for argmax ids (with the top-k field
+  // 127, never a top-k, when they are drawn: another kernel), else 1 and the top_k.
+  static uint64_t LogitsTag(const ForwardBatch& batch) {
+    if (batch.argmax_only) return 3 | (batch.draws.empty() ? 0 : uint64_t{127} << 22);
+    return 1 | static_cast<uint64_t>(batch.top_k) << 22;
+  }
+
   // The output projection of the rows `hidden` holds, the argmax / top-k the batch asks for,
   // then the end of the pass's graph. Records what ws_.argmax now holds (token feedback).
   void Logits(const ForwardBatch& batch, const float* hidden) {
@@ -185,7 +193,13 @@ class LlamaModel final : public Model {
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     Backend& be = *backend_;
     if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
-    if (n_out > 0 && batch.argmax_only) be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
+    if (n_out > 0 && batch.argmax_only) {
+      if (batch.draws.empty()) {
+        be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
+      } else {
+        be.DrawRows(ws_.logits, n_out, c.n_vocab, ws_.draws, ws_.argmax);
+      }
+    }
     if (n_out > 0 && batch.top_k > 0)
       be.TopKRows(ws_.logits, n_out, c.n_vocab, batch.top_k, ws_.topk_ids, ws_.topk_vals);
     be.EndGraph();
@@ -203,6 +217,7 @@ class LlamaModel final : public Model {
     Release(ws_.argmax);
     Release(ws_.topk_ids);
     Release(ws_.topk_vals);
+    Release(ws_.draws);
     Release(ws_.batch);
     ws_.capacity = ws_.out_capacity = ws_.seqs_capacity = ws_.tables_capacity = ws_.batch_bytes = 0;
   }
@@ -243,12 +258,14 @@ class LlamaModel final : public Model {
       ws_.argmax = argmax;
       Release(ws_.topk_ids);
       Release(ws_.topk_vals);
+      Release(ws_.draws);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
       ws_.logits = Alloc<float>(n_out * c.n_vocab);
       ws_.topk_ids = Alloc<int32_t>(n_out * Backend::kMaxTopK);
       ws_.topk_vals = Alloc<float>(n_out * Backend::kMaxTopK);
+      ws_.draws = Alloc<RowDraw>(n_out);
       grew = true;
     }
     // Sequences and block tables grow by doubling: a decode step that needs one more block
@@ -300,6 +317,8 @@ class LlamaModel final : public Model {
       off += 4 * t.size();
     }
     backend_->CopyToDevice(ws_.batch, h.data(), used);
+    if (!batch.draws.empty())
+      backend_->CopyToDevice(ws_.draws, batch.draws.data(), sizeof(RowDraw) * batch.draws.size());
     ws_.table_ptrs = reinterpret_cast<const int32_t**>(ws_.batch);
     ws_.table_lens = reinterpret_cast<int32_t*>(ws_.batch + off_lens);
     ws_.tokens = reinterpret_cast<int32_t*>(ws_.batch + off_tokens);

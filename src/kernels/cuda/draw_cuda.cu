@@ -1,0 +1,278 @@
+// DrawRows (draw_cuda.h): the steps of ref::DrawRow with one 1024-thread block per row. Passes
+// over the row (strided, coalesced) give the max / argmax / count, the nucleus normalizer and
+// the temperature normalizer as double sums reduced in a fixed order; the nucleus threshold
+// comes from four 8-bit radix passes whose histograms hold fixed-point masses (uint64: the sums
+// do not depend on the order of the shared-memory atomics; lanes of a warp that fall into one
+// bin are summed first with __reduce_add_sync on three 21-bit pieces); the draw itself gives
+// each thread a contiguous range of ids, scans the ranges' fixed-point masses and lets the
+// thread whose range holds u walk it. Only expf and the order of the double sums differ from
+// the host reference: ids differ only where u or top_p falls within ~1e-7 of a boundary.
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/draw_cuda.h"
+#include "kernels/cuda/launch_pdl.cuh"
+
+namespace herd::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+
+__device__ __forceinline__ double BlockSumD(double v, double* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < kWarps ? scratch[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ long long BlockMaxI(long long v, long long* scratch) {
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < kWarps ? scratch[lane] : -1;
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Pass-1 state: the largest number, the first index of the largest non-NaN value (ArgMaxRows),
+// the count of numbers (> -inf).
+struct Scan1 {
+  float m;
+  float best_v;
+  int64_t best_i;
+  int64_t count;
+};
+
+__device__ __forceinline__ void Merge(Scan1& a, const Scan1& b) {
+  a.m = fmaxf(a.m, b.m);
+  if (b.best_i >= 0 && (a.best_i < 0 || b.best_v > a.best_v || (b.best_v == a.best_v && b.best_i < a.best_i))) {
+    a.best_v = b.best_v;
+    a.best_i = b.best_i;
+  }
+  a.count += b.count;
+}
+
+__device__ __forceinline__ Scan1 Shfl(const Scan1& s, int o) {
+  Scan1 r;
+  r.m = __shfl_xor_sync(0xffffffffu, s.m, o);
+  r.best_v = __shfl_xor_sync(0xffffffffu, s.best_v, o);
+  r.best_i = __shfl_xor_sync(0xffffffffu, s.best_i, o);
+  r.count = __shfl_xor_sync(0xffffffffu, s.count, o);
+  return r;
+}
+
+__device__ __forceinline__ uint32_t KeyOf(float v) { return DrawKey(__float_as_uint(v)); }
+__device__ __forceinline__ uint64_t Fixed(float p) { return DrawFixed(p); }
+
+__global__ void __launch_bounds__(kThreads)
+    DrawRowsKernel(const float* __restrict__ x, int64_t n, const RowDraw* __restrict__ draws,
+                   int32_t* __restrict__ ids) {
+  PdlTrigger();
+  __shared__ double dscratch[kWarps];
+  __shared__ long long iscratch[kWarps];
+  __shared__ Scan1 s1scratch[kWarps];
+  __shared__ unsigned long long mass[256];
+  __shared__ unsigned cnt[256];
+  __shared__ uint64_t range_sum[kThreads];
+  __shared__ uint32_t s_prefix;
+  __shared__ uint64_t s_above;
+  __shared__ int s_chosen;
+  __shared__ long long s_tie_last;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int64_t r = blockIdx.x;
+  const RowDraw d = draws[r];  // uploaded before the pass (not written by kernels of the stream)
+  PdlWait();
+  const float* row = x + r * n;
+  const float neg_inf = -INFINITY;
+
+  // Pass 1.
+  Scan1 s{neg_inf, -FLT_MAX, -1, 0};
+  for (int64_t i = tid; i < n; i += kThreads) {
+    const float v = row[i];
+    if (v == v && (s.best_i < 0 || v > s.best_v)) s.best_v = v, s.best_i = i;
+    if (v > neg_inf) ++s.count, s.m = fmaxf(s.m, v);
+  }
+  for (int o = 16; o > 0; o >>= 1) Merge(s, Shfl(s, o));
+  if (lane == 0) s1scratch[warp] = s;
+  __syncthreads();
+  s = s1scratch[0];
+  for (int w = 1; w < kWarps; ++w) Merge(s, s1scratch[w]);
+  const float m = s.m;
+  if (d.temperature <= 0.0f || s.count <= 1) {
+    if (tid == 0) ids[r] = s.count == 0 && d.temperature > 0.0f ? -1 : static_cast<int32_t>(s.best_i);
+    return;
+  }
+
+  // Nucleus.
+  bool cut = false;
+  uint32_t theta = 0;
+  int64_t tie_last = n;
+  if (d.top_p < 1.0f) {
+    double part = 0.0;
+    for (int64_t i = tid; i < n; i += kThreads) {
+      const float v = row[i];
+      if (v > neg_inf) part += static_cast<double>(expf(v - m));
+    }
+    const double inv1 = 1.0 / BlockSumD(part, dscratch);
+    const uint64_t target = DrawFixed(d.top_p);
+    if (tid == 0) s_prefix = 0, s_above = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int b = tid; b < 256; b += kThreads) mass[b] = 0, cnt[b] = 0;
+      __syncthreads();
+      const uint32_t prefix = s_prefix;
+      const uint32_t hi = shift == 24 ? 0u : ~((1u << (shift + 8)) - 1u);
+      for (int64_t base = warp * 32; base < n; base += kThreads) {  // warp-uniform trip count
+        const int64_t i = base + lane;
+        const float v = i < n ? row[i] : neg_inf;
+        const uint32_t k = KeyOf(v);
+        const bool in = v > neg_inf && (k & hi) == prefix;
+        const unsigned active = __ballot_sync(0xffffffffu, in);
+        if (in) {
+          const uint32_t bin = (k >> shift) & 255u;
+          const unsigned peers = __match_any_sync(active, bin);
+          const uint64_t p = Fixed(static_cast<float>(static_cast<double>(expf(v - m)) * inv1));
+          const unsigned a = __reduce_add_sync(peers, static_cast<unsigned>(p & 0x1FFFFFu));
+          const unsigned b = __reduce_add_sync(peers, static_cast<unsigned>((p >> 21) & 0x1FFFFFu));
+          const unsigned c = __reduce_add_sync(peers, static_cast<unsigned>(p >> 42));
+          if (lane == __ffs(peers) - 1) {
+            atomicAdd(&mass[bin], static_cast<unsigned long long>(a) + (static_cast<unsigned long long>(b) << 21) +
+                                      (static_cast<unsigned long long>(c) << 42));
+            atomicAdd(&cnt[bin], static_cast<unsigned>(__popc(peers)));
+          }
+        }
+      }
+      __syncthreads();
+      if (tid == 0) {
+        uint64_t above = s_above;
+        int chosen = -1;
+        for (int b = 255; b >= 0; --b) {
+          if (above + mass[b] >= target) {
+            chosen = b;
+            break;
+          }
+          above += mass[b];
+        }
+        s_chosen = chosen;
+        s_tie_last = n;
+        if (chosen >= 0) {
+          s_above = above;
+          s_prefix = prefix | static_cast<uint32_t>(chosen) << shift;
+          if (shift == 0) {
+            const uint64_t each = mass[chosen] / cnt[chosen];
+            const uint64_t j = (target - above + each - 1) / each;
+            s_tie_last = j < cnt[chosen] ? -static_cast<long long>(j) : n;  // < 0: find the j-th tie below
+          }
+        }
+      }
+      __syncthreads();
+      if (s_chosen < 0) break;  // the row falls short by rounding: no cut
+      if (shift == 0) {
+        cut = true;
+        theta = s_prefix;
+        tie_last = s_tie_last;
+      }
+    }
+    if (cut && tie_last < 0) {  // the (-tie_last)-th entry at theta in id order: a serial walk (rare)
+      if (tid == 0) {
+        const int64_t j = -tie_last;
+        int64_t seen = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const float v = row[i];
+          if (v > neg_inf && KeyOf(v) == theta && ++seen == j) {
+            s_tie_last = i;
+            break;
+          }
+        }
+      }
+      __syncthreads();
+      tie_last = s_tie_last;
+    }
+  }
+  auto kept = [&](int64_t i, float v) {
+    if (!(v > neg_inf)) return false;
+    if (cut) {
+      const uint32_t k = KeyOf(v);
+      if (k < theta || (k == theta && i > tie_last)) return false;
+    }
+    return d.min_p <= 0.0f || expf(v - m) >= d.min_p;
+  };
+  const float t = d.temperature;
+  const float mt = t != 1.0f ? m / t : m;
+  auto weight = [&](float v) { return expf((t != 1.0f ? v / t : v) - mt); };
+  double part = 0.0;
+  for (int64_t i = tid; i < n; i += kThreads) {
+    const float v = row[i];
+    if (kept(i, v)) part += static_cast<double>(weight(v));
+  }
+  const double inv2 = 1.0 / BlockSumD(part, dscratch);
+
+  // The draw: thread t owns ids [t * chunk, (t + 1) * chunk).
+  const int64_t chunk = (n + kThreads - 1) / kThreads;
+  const int64_t c0 = min(n, tid * chunk), c1 = min(n, c0 + chunk);
+  uint64_t sum = 0;
+  long long last_positive = -1, last = -1;
+  for (int64_t i = c0; i < c1; ++i) {
+    const float v = row[i];
+    if (!kept(i, v)) continue;
+    const float p = static_cast<float>(static_cast<double>(weight(v)) * inv2);
+    sum += Fixed(p);
+    last = i;
+    if (p > 0.0f) last_positive = i;
+  }
+  range_sum[tid] = sum;
+  __syncthreads();
+  if (warp == 0) {  // exclusive prefix of the 1024 ranges: each lane scans 32 in order, then the lanes
+    uint64_t local = 0;
+    for (int j = 0; j < 32; ++j) local += range_sum[lane * 32 + j];
+    uint64_t incl = local;
+    for (int o = 1; o < 32; o <<= 1) {
+      const uint64_t y = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += y;
+    }
+    uint64_t run = incl - local;
+    for (int j = 0; j < 32; ++j) {
+      const uint64_t v = range_sum[lane * 32 + j];
+      range_sum[lane * 32 + j] = run;
+      run += v;
+    }
+  }
+  __syncthreads();
+  const uint64_t u = static_cast<uint64_t>(d.u * static_cast<double>(uint64_t{1} << kDrawFracBits));
+  const uint64_t before = range_sum[tid];
+  if (sum > 0 && u >= before && u < before + sum) {  // exactly one thread
+    uint64_t cum = before;
+    for (int64_t i = c0; i < c1; ++i) {
+      const float v = row[i];
+      if (!kept(i, v)) continue;
+      cum += Fixed(static_cast<float>(static_cast<double>(weight(v)) * inv2));
+      if (u < cum) {
+        ids[r] = static_cast<int32_t>(i);
+        break;
+      }
+    }
+  }
+  // u at or past the total mass (rounding): the last kept id with p > 0, else the last kept id.
+  const uint64_t total_before_last = range_sum[kThreads - 1];
+  const long long lp = BlockMaxI(last_positive, iscratch);
+  const long long la = BlockMaxI(last, iscratch);
+  if (tid == kThreads - 1 && u >= total_before_last + sum) ids[r] = static_cast<int32_t>(lp >= 0 ? lp : la);
+}
+
+}  // namespace
+
+void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  HERD_CHECK_MSG(n_rows <= 65535, "DrawRows: %lld rows (at most 65,535)", static_cast<long long>(n_rows));
+  LaunchPdl(DrawRowsKernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), 0, stream, x, n_cols, draws, ids);
+}
+
+}  // namespace herd::cuda

@@ -1,0 +1,20 @@
+// Sampling on the GPU without top-k (Backend::DrawRows): each logit row's drawn id, so only ids
+// leave the device. Semantics and arithmetic: ref::DrawRow (kernels/draw.h).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/draw.h"
+
+namespace herd::cuda {
+
+// ids[r] = ref::DrawRow(x + r * n_cols, n_cols, draws[r]); x: [n_rows, n_cols] float, draws:
+// [n_rows], ids: [n_rows], all device memory. One block of 1024 threads per row (up to 65,535
+// rows); a greedy row reads x once, a draw 3 times (top_p = 1) or 8-9 times (top_p < 1, four
+// 8-bit radix passes for the nucleus). Programmatic dependent launch: x may come from the
+// kernel before.
+void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream);
+
+}  // namespace herd::cuda

@@ -1,0 +1,52 @@
+// Drawing a token from a full row of logits (sampling on the device): the semantics of
+// herd::Sampler for a draw without top-k, typical-p, penalties or logit bias — nucleus (top_p)
+// in "more likely first" order (higher logit, then lower id), then min_p, then the temperature,
+// then the inverse CDF in id order at a uniform u the caller drew. Only the chosen id leaves the
+// device; Backend::DrawRows runs it per logit row.
+//
+// Sums that decide (nucleus mass, the CDF) are taken in fixed point (probabilities times
+// 2^kDrawFracBits, truncated, in uint64) so they do not depend on summation order: every
+// backend gets the same id from the same row. They match the Sampler's double sums except where
+// u or top_p falls within ~1e-15 of a boundary.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define HERD_DRAW_HD __host__ __device__
+#else
+#define HERD_DRAW_HD
+#endif
+
+namespace herd {
+
+// One row's draw. temperature 0: greedy (the first index of the largest value, as ArgMaxRows).
+// Otherwise temperature > 0, top_p in (0, 1] (1: off), min_p in [0, 1] (0: off), u in [0, 1).
+struct RowDraw {
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float reserved = 0.0f;  // keeps u 8-byte aligned
+  double u = 0.0;
+};
+
+constexpr int kDrawFracBits = 60;
+
+// Order-preserving map of a float (not NaN) to uint32: a > b <=> DrawKey(a) > DrawKey(b).
+HERD_DRAW_HD inline uint32_t DrawKey(uint32_t bits) { return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u; }
+
+// A probability in fixed point (p in [0, 1] as a float, so p * 2^kDrawFracBits is exact in
+// double; the fraction is dropped).
+HERD_DRAW_HD inline uint64_t DrawFixed(float p) {
+  return static_cast<uint64_t>(static_cast<double>(p) * static_cast<double>(uint64_t{1} << kDrawFracBits));
+}
+
+namespace ref {
+
+// The id drawn from row x[0, n) by d; -1 when the row holds no number (all NaN / -inf), as
+// ArgMaxRows. O(n) passes, no sort. The CUDA kernel (kernels/cuda/draw_cuda.cu) follows the
+// same steps.
+int32_t DrawRow(const float* x, int64_t n, const RowDraw& d);
+
+}  // namespace ref
+}  // namespace herd

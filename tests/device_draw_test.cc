@@ -1,0 +1,107 @@
+// ref::DrawRow (kernels/draw.h: what Backend::DrawRows computes on every backend, the CUDA kernel
+// included) against herd::Sampler::Sample on the same row and seed: the same token for rows of
+// random logits, rows with heavy ties (the nucleus cut inside a run of equal logits), rows with
+// -inf entries, one number or none, across temperatures, top_p and min_p; and which samplers
+// may draw on the device at all (Sampler::TakesDeviceDraw).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/draw.h"
+#include "sampling/sampler.h"
+
+namespace herd {
+namespace {
+
+Sampler Make(const SamplingParams& p, int32_t n_vocab) {
+  auto s = Sampler::Create(p, n_vocab);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s).value();
+}
+
+TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float temps[] = {0.05f, 0.5f, 1.0f, 1.5f, 3.0f};
+  const float top_ps[] = {1.0f, 0.95f, 0.9f, 0.5f, 0.1f, 0.001f};
+  const float min_ps[] = {0.0f, 0.0f, 0.02f, 0.2f};
+  int draws = 0, distinct_from_argmax = 0;
+  for (int32_t n : {1, 2, 7, 1000, 50000}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      for (int trial = 0; trial < (n >= 50000 ? 12 : 60); ++trial) {
+        SamplingParams p;
+        p.temperature = temps[rng() % 5];
+        p.top_p = top_ps[rng() % 6];
+        p.min_p = min_ps[rng() % 4];
+        p.seed = rng();
+        std::vector<float> row(static_cast<size_t>(n));
+        const float scale = kind == 3 ? 0.05f : 3.0f;  // kind 3: nearly flat, the nucleus is most of the row
+        for (float& x : row) x = scale * normal(rng);
+        for (size_t i = 0; i < row.size(); ++i) {
+          if (kind == 1) row[i] = std::round(row[i]);  // ties
+          if (kind == 2 && rng() % 5 == 0) row[i] = -std::numeric_limits<float>::infinity();
+        }
+        SCOPED_TRACE("n " + std::to_string(n) + " kind " + std::to_string(kind) + " trial " + std::to_string(trial));
+        Sampler host = Make(p, n), device = Make(p, n);
+        ASSERT_TRUE(device.TakesDeviceDraw());
+        for (int step = 0; step < 3; ++step) {
+          std::vector<float> copy = row;
+          const int32_t want = host.Sample(copy.data()).id;
+          const Sampler::DeviceDraw d = device.NextDeviceDraw();
+          const int32_t got = ref::DrawRow(row.data(), n, RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u});
+          if (want == 0 && got == -1) continue;  // no number in the row: the Sampler's 0, the device's "none"
+          EXPECT_EQ(got, want) << "temperature " << p.temperature << " top_p " << p.top_p << " min_p " << p.min_p
+                               << " u " << d.u;
+          ++draws;
+          int32_t arg = 0;
+          for (int32_t i = 1; i < n; ++i) arg = row[static_cast<size_t>(i)] > row[static_cast<size_t>(arg)] ? i : arg;
+          distinct_from_argmax += got != arg;
+        }
+      }
+    }
+  }
+  EXPECT_GT(draws, 1000);
+  EXPECT_GT(distinct_from_argmax, 300);  // they were draws, not argmaxes
+}
+
+TEST(DeviceDrawTest, GreedyRowsAndRowsWithoutNumbers) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> row = {1.0f, 3.0f, nan, 3.0f, -inf};
+  EXPECT_EQ(ref::DrawRow(row.data(), 5, RowDraw{}), 1);  // greedy: the first of the largest
+  const std::vector<float> none = {nan, -inf, nan};
+  EXPECT_EQ(ref::DrawRow(none.data(), 3, RowDraw{1.0f, 1.0f, 0.0f, 0.0f, 0.5}), -1);
+  const std::vector<float> one = {-inf, 2.0f, nan};
+  EXPECT_EQ(ref::DrawRow(one.data(), 3, RowDraw{1.0f, 0.5f, 0.0f, 0.0f, 0.99}), 1);
+}
+
+TEST(DeviceDrawTest, WhichSamplersDrawOnTheDevice) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  EXPECT_TRUE(Make(p, 100).TakesDeviceDraw());
+  p.top_k = 100;  // >= n_vocab: no top-k
+  EXPECT_TRUE(Make(p, 100).TakesDeviceDraw());
+  p.top_k = 40;  // the top-k candidates path instead
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.top_k = 0;
+  p.repeat_penalty = 1.1f;
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.repeat_penalty = 1.0f;
+  p.typical_p = 0.9f;
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.typical_p = 1.0f;
+  p.logprobs = true;
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.logprobs = false;
+  p.logit_bias = {{3, 1.0f}};
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.logit_bias.clear();
+  p.temperature = 0.0f;  // greedy: the argmax path
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+}
+
+}  // namespace
+}  // namespace herd
