@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <thread>
@@ -191,6 +193,49 @@ TEST(EngineTest, TopKDrawsFromDeviceCandidatesMatchTheWholeRow) {
   const auto want = Together(*host.engine, reqs);
   ExpectSameTokens(got, want);
   for (const auto& o : got) EXPECT_EQ(o.tokens.at(0).size(), 24u);
+}
+
+// Rows sampled on the host (penalties, logit bias, typical-p, logprobs: nothing a device path
+// takes) are drawn on several threads (EngineOptions::sampling_threads): the same tokens and
+// logprobs as on one thread, whatever the interleaving.
+TEST(EngineTest, HostSamplingOnThreadsGivesTheTokensOfOneThread) {
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 12; ++i) {
+    GenerationRequest r;
+    r.prompt = Prompt(12 + 5 * i, 90 + i, Vocab());
+    r.sampling.temperature = 0.4f + 0.2f * static_cast<float>(i % 5);
+    r.sampling.seed = 500 + static_cast<uint64_t>(i);
+    if (i % 4 == 0) r.sampling.repeat_penalty = 1.3f;
+    if (i % 4 == 1) r.sampling.logit_bias = {{static_cast<int32_t>(i), 2.0f}};
+    if (i % 4 == 2) r.sampling.typical_p = 0.8f;
+    if (i % 4 == 3) r.sampling.presence_penalty = 0.5f;
+    if (i % 3 == 0) r.sampling.logprobs = true, r.sampling.n_probs = 3;
+    r.max_tokens = 20;
+    r.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  EngineSetup one;
+  one.sampling_threads = 1;
+  EngineSetup four;
+  four.sampling_threads = 4;
+  Fixture a = Make(one), b = Make(four);
+  const auto want = Together(*a.engine, reqs);
+  const auto got = Together(*b.engine, reqs);
+  ExpectSameTokens(got, want);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << "request " << i;
+    for (const auto& [index, lp] : want[i].logprobs) {
+      const std::vector<float>& g = got[i].logprobs.at(index);
+      ASSERT_EQ(g.size(), lp.size()) << "request " << i;
+      for (size_t k = 0; k < lp.size(); ++k) {
+        // Bit for bit (NaN where not requested).
+        EXPECT_TRUE(std::memcmp(&g[k], &lp[k], sizeof(float)) == 0) << "request " << i << " token " << k;
+      }
+      if (i % 3 == 0) {
+        EXPECT_FALSE(std::isnan(lp.at(0))) << "request " << i;  // logprobs were on
+      }
+    }
+  }
 }
 
 TEST(EngineTest, GreedyNChoicesAreIdentical) {

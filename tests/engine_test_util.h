@@ -24,6 +24,7 @@ struct Outcome {
   std::map<int32_t, std::vector<int32_t>> tokens;
   std::map<int32_t, std::string> text;
   std::map<int32_t, EngineEvent> finish;
+  std::map<int32_t, std::vector<float>> logprobs;  // per token event (NaN unless requested)
 };
 
 // Drains a stream that has ended (steps must have been run).
@@ -34,6 +35,7 @@ inline Outcome Drain(RequestStream& s) {
     o.text[ev.index] += ev.text;
     if (ev.kind == EngineEvent::Kind::kToken) {
       o.tokens[ev.index].push_back(ev.token);
+      o.logprobs[ev.index].push_back(ev.logprob);
     } else {
       o.finish[ev.index] = ev;
     }
@@ -65,6 +67,7 @@ struct EngineSetup {
   // Pipelined decoding (EngineOptions::pipeline): HERD_TEST_PIPELINE=on forces it on host
   // backends too (the e2e suites run once more that way), =off turns it off everywhere.
   EngineOptions::Pipeline pipeline = PipelineFromEnv();
+  int32_t sampling_threads = 0;  // EngineOptions::sampling_threads
 
   static EngineOptions::Pipeline PipelineFromEnv() {
     const char* e = std::getenv("HERD_TEST_PIPELINE");
@@ -96,6 +99,7 @@ inline Fixture Make(const EngineSetup& s) {
   o.prefix_caching = s.prefix_caching;
   o.cache_key = s.cache_key;
   o.pipeline = s.pipeline;
+  o.sampling_threads = s.sampling_threads;
   f.engine = std::move(Engine::Create(f.model.get(), f.cache.get(), f.tokenizer.get(), o)).value();
   return f;
 }

@@ -48,6 +48,8 @@ struct BenchEngineOptions {
   float temperature = 0;  // 0: greedy
   int top_k = 0;          // with temperature > 0: top-k truncation (0: off)
   float top_p = 1;
+  float repeat_penalty = 1;  // != 1: every request penalizes repeats (its rows are sampled on the host)
+  int sampling_threads = 0;  // EngineOptions::sampling_threads
   bool no_prefix_cache = false;
   bool no_coalesce = false;
   bool json = false;
@@ -105,6 +107,7 @@ void RunBenchEngine(const BenchEngineOptions& o) {
   if (!identity.ok()) Fail(identity.status().message());
   eo.cache_key = *identity;
   eo.coalesce_identical = !o.no_coalesce;
+  eo.sampling_threads = o.sampling_threads;
   auto created = Engine::Create(lm.model.get(), lm.cache.get(), nullptr, eo);
   if (!created.ok()) Fail(created.status().message());
   Engine& engine = **created;
@@ -127,6 +130,7 @@ void RunBenchEngine(const BenchEngineOptions& o) {
     r.sampling.temperature = o.temperature;
     r.sampling.top_k = o.top_k;
     r.sampling.top_p = o.top_p;
+    r.sampling.repeat_penalty = o.repeat_penalty;
     if (o.temperature > 0) r.sampling.seed = rng();  // greedy runs keep the prompts of earlier versions
     r.max_tokens = o.gen_len;
     r.ignore_eos = true;
@@ -304,6 +308,11 @@ void AddBenchEngineCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--top-k", o->top_k, "Top-k of every request (0: off)")->capture_default_str();
   cmd->add_option("--top-p", o->top_p, "Top-p of every request (1: off)")->capture_default_str();
+  cmd->add_option("--repeat-penalty", o->repeat_penalty, "Repeat penalty of every request (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--sampling-threads", o->sampling_threads,
+                  "Threads sampling rows on the host (0: up to 8; 1: the engine thread)")
+      ->capture_default_str();
   cmd->add_option("--request-rate", o->rate, "Poisson arrivals at this many requests/s (0: closed loop)");
   cmd->add_option("--distinct-prompts", o->distinct, "Draw prompts from this many distinct ones (0: all distinct)");
   cmd->add_flag("--no-coalesce", o->no_coalesce, "Compute identical greedy requests separately");

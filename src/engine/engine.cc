@@ -66,6 +66,9 @@ Engine::Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const E
       runner_(model, cache, &kv_, options.pipeline == EngineOptions::Pipeline::kOn && model->CanQueue()),
       pipeline_(PipelineOn(options, model)),
       metrics_(options.metrics ? options.metrics : std::make_shared<EngineMetrics>()) {
+  const int32_t sampling_threads =
+      options.sampling_threads > 0 ? options.sampling_threads : std::min(8, ThreadPool::DefaultThreadCount());
+  if (sampling_threads > 1) sample_pool_ = std::make_unique<ThreadPool>(sampling_threads);
   stats_.total_blocks = cache->config().n_blocks;
   stats_.free_blocks = kv_.free_blocks();
   published_ = stats_;
@@ -254,8 +257,7 @@ bool Engine::Step() {
   // Pipelined: the pass in flight has its tokens on the device; what the next schedule needs of
   // it (n_computed, prefix-cache commits, which sequences end by length) is known already.
   const bool had_in_flight = in_flight_.has_value();
-  const int32_t feedback_rows =
-      had_in_flight ? static_cast<int32_t>(step_outs_[in_flight_->out].sampled.size()) : 0;
+  const int32_t feedback_rows = had_in_flight ? static_cast<int32_t>(step_outs_[in_flight_->out].sampled.size()) : 0;
   if (had_in_flight) AdvanceInFlight();
   SchedulerStep step = scheduler_.Schedule();
   stats_.preemptions += static_cast<int64_t>(step.preempted.size());

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_pool.h"
 #include "engine/embedding.h"
 #include "engine/engine_metrics.h"
 #include "engine/model_runner.h"
@@ -57,6 +58,10 @@ struct EngineOptions {
   // each step's tokens are emitted one step later); kOff: never.
   enum class Pipeline { kAuto, kOn, kOff };
   Pipeline pipeline = Pipeline::kAuto;
+  // Steps whose logits rows come to the host (penalties, logit bias, logprobs, constraints, ...)
+  // run the rows' samplers on this many threads (each sequence's draw is its own: the tokens do
+  // not depend on it); 0: up to 8, one per core; 1: on the engine thread.
+  int32_t sampling_threads = 0;
 };
 
 struct EngineStats {
@@ -65,9 +70,9 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
-  int64_t coalesced = 0;    // requests served by another identical request's computation
+  int64_t coalesced = 0;     // requests served by another identical request's computation
   int64_t queued_steps = 0;  // steps run as queued (pipelined) passes
-  double step_seconds = 0;  // time in steps (schedule, forward, sampling)
+  double step_seconds = 0;   // time in steps (schedule, forward, sampling)
   // Steps in which every sequence decoded one token (no prefill work): the batched decode rate
   // is decode_step_tokens / decode_step_seconds.
   double decode_step_seconds = 0;
@@ -161,9 +166,20 @@ class Engine {
   // yet (the one in flight and the one being run), so nothing touches it after it is gone.
   void Forget(Sequence* seq);
   void ForkChoices(Sequence* parent);
-  // logits: the sequence's row (sampled here), or null when the device already took the argmax
-  // (device_argmax; plain greedy sequences only, see StepOutput::argmax_only).
+  // logits: the sequence's row (sampled here), or null when the device already chose the token
+  // (device_argmax; see StepOutput::argmax_only and top_k).
   void SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now, int32_t device_argmax = -1);
+  // A token drawn on the host: the constraint's mask and the sampler's draw on the sequence's
+  // row. Touches only that sequence's sampler and constraint, so rows of a step are drawn on
+  // several threads (sample_pool_); `masked_out`: the constraint allowed no token.
+  struct HostDraw {
+    bool masked_out = false;
+    SampledToken t;
+  };
+  static HostDraw DrawOnHost(Sequence* seq, float* logits);
+  // The rest of SampleAndEmit, on the engine thread: accept the token and emit it (t.id < 0: the
+  // device found no number in the row).
+  void Emit(Sequence* seq, HostDraw d, EngineClock::time_point now);
   void FinishSequence(Sequence* seq, FinishReason reason, std::string text, EngineClock::time_point now,
                       const Status& error = Status::Ok());
   // The vocabulary prepared for JSON mode: built on first use (thread-safe), shared by all requests.
@@ -192,6 +208,7 @@ class Engine {
   // Reused: their logits buffers ([n_rows, n_vocab] floats) stay allocated. Two, because a
   // queued step's output lives on while the next step runs.
   StepOutput step_outs_[2];
+  std::unique_ptr<ThreadPool> sample_pool_;  // null: one thread (EngineOptions::sampling_threads)
   bool pipeline_ = false;
   struct InFlight {
     SchedulerStep step;

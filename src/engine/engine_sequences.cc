@@ -306,22 +306,49 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
     }
     rows.emplace_back(s, row);
   }
-  for (auto& [seq, row] : rows) SampleAndEmit(seq, row, now);
+  // The draws on the pool (each row's sampler and constraint are its sequence's own), then the
+  // tokens accepted and emitted in order on this thread.
+  std::vector<HostDraw> drawn(rows.size());
+  auto draw = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) drawn[i] = DrawOnHost(rows[i].first, rows[i].second);
+  };
+  if (sample_pool_ != nullptr && rows.size() > 1) {
+    sample_pool_->ParallelFor(static_cast<int64_t>(rows.size()), 1, draw);
+  } else {
+    draw(0, static_cast<int64_t>(rows.size()));
+  }
+  for (size_t i = 0; i < rows.size(); ++i) Emit(rows[i].first, std::move(drawn[i]), now);
+}
+
+Engine::HostDraw Engine::DrawOnHost(Sequence* seq, float* logits) {
+  HostDraw d;
+  if (seq->constraint != nullptr && seq->constraint->Mask(logits) == 0) {
+    d.masked_out = true;
+    return d;
+  }
+  d.t = seq->sampler->Sample(logits);
+  return d;
 }
 
 void Engine::SampleAndEmit(Sequence* seq, float* logits, EngineClock::time_point now, int32_t device_argmax) {
+  HostDraw d;
+  if (logits != nullptr) {
+    d = DrawOnHost(seq, logits);
+  } else {
+    d.t.id = device_argmax;  // what Sample would return (a plain greedy sequence, or a device draw)
+  }
+  Emit(seq, std::move(d), now);
+}
+
+void Engine::Emit(Sequence* seq, HostDraw d, EngineClock::time_point now) {
   RequestState* r = seq->request;
-  if (logits != nullptr && seq->constraint != nullptr && seq->constraint->Mask(logits) == 0) {
+  if (d.masked_out) {
     FinishSequence(seq, FinishReason::kError, "", now,
                    Internal("constrained decoding: no token of the vocabulary can continue the output"));
     return;
   }
-  SampledToken t;
-  if (logits != nullptr) {
-    t = seq->sampler->Sample(logits);
-  } else if (device_argmax >= 0) {
-    t.id = device_argmax;  // what Sample would return (a plain greedy sequence, or a device draw)
-  } else {                 // ArgMaxRows found no number in the row: the model produced NaNs
+  const SampledToken& t = d.t;
+  if (t.id < 0) {  // the device found no number in the row: the model produced NaNs
     FinishSequence(seq, FinishReason::kError, "", now, Internal("the model's logits are not numbers (NaN)"));
     return;
   }

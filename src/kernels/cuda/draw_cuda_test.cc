@@ -74,7 +74,8 @@ TEST_F(CudaDrawTest, DrawRowsEqualsTheHostReference) {
 }
 
 // A draw is a draw: over many u, a plain temperature-1 draw over four logits lands on each id
-// with its softmax probability, and a nucleus of 0.8 over [3, 2, 1, 0] (masses .64, .24, .09, .03) only takes ids 0 and 1.
+// with its softmax probability, and a nucleus of 0.8 over [3, 2, 1, 0] (masses .64, .24, .09, .03) only takes ids 0
+// and 1.
 TEST_F(CudaDrawTest, FrequenciesFollowTheDistribution) {
   const int64_t rows = 4000, cols = 4;
   std::vector<float> x(static_cast<size_t>(rows * cols));
