@@ -38,6 +38,12 @@ TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
         p.top_p = top_ps[rng() % 6];
         p.min_p = min_ps[rng() % 4];
         p.seed = rng();
+        if (trial % 3 == 1) {  // repetition penalties, applied first (ref::PenalizeRow)
+          p.repeat_penalty = 1.3f;
+          p.frequency_penalty = 0.2f;
+          p.presence_penalty = 0.1f;
+          p.penalty_last_n = 8;
+        }
         std::vector<float> row(static_cast<size_t>(n));
         const float scale = kind == 3 ? 0.05f : 3.0f;  // kind 3: nearly flat, the nucleus is most of the row
         for (float& x : row) x = scale * normal(rng);
@@ -51,12 +57,23 @@ TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
         for (int step = 0; step < 3; ++step) {
           std::vector<float> copy = row;
           const int32_t want = host.Sample(copy.data()).id;
+          std::vector<float> penalized = row;
+          if (p.penalties_on()) {
+            std::vector<std::pair<int32_t, float>> pairs;
+            device.DevicePenalties(&pairs);
+            std::vector<PenaltyEntry> entries;
+            for (const auto& [id, sub] : pairs) entries.push_back({id, sub});
+            ref::PenalizeRow(penalized.data(), RowPenalty{p.repeat_penalty, 0, static_cast<int32_t>(entries.size())},
+                             entries.data());
+          }
           const Sampler::DeviceDraw d = device.NextDeviceDraw();
-          const int32_t got = ref::DrawRow(row.data(), n, RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u});
+          const int32_t got = ref::DrawRow(penalized.data(), n, RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u});
           if (want == 0 && got == -1) continue;  // no number in the row: the Sampler's 0, the device's "none"
           EXPECT_EQ(got, want) << "temperature " << p.temperature << " top_p " << p.top_p << " min_p " << p.min_p
                                << " u " << d.u;
           ++draws;
+          host.Accept(want);  // the windows move on
+          device.Accept(got);
           int32_t arg = 0;
           for (int32_t i = 1; i < n; ++i) arg = row[static_cast<size_t>(i)] > row[static_cast<size_t>(arg)] ? i : arg;
           distinct_from_argmax += got != arg;
@@ -88,7 +105,11 @@ TEST(DeviceDrawTest, WhichSamplersDrawOnTheDevice) {
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
   p.top_k = 0;
   p.repeat_penalty = 1.1f;
-  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.penalty_last_n = -1;
+  Sampler penalized = Make(p, 5000);
+  EXPECT_TRUE(penalized.TakesDeviceDraw());  // penalties applied on the device first
+  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDevicePenaltyTokens); ++id) penalized.Accept(id);
+  EXPECT_FALSE(penalized.TakesDeviceDraw());  // too many distinct tokens in the window
   p.repeat_penalty = 1.0f;
   p.typical_p = 0.9f;
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());

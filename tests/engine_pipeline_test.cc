@@ -260,6 +260,34 @@ TEST(EnginePipelineTest, FullRowDrawsGiveTheHostSamplersTokens) {
   // Every decode step holds sampled rows (all requests run together for ~30 steps), and a pass
   // is queued only when it returns ids: so these steps drew on the "device".
   EXPECT_GE(r.stats.queued_steps, 20);
+  EXPECT_EQ(r.stats.host_sampled_rows, 0);
+}
+
+// Repetition penalties (repeat, frequency, presence; windows of 8 and 64 tokens and the whole
+// history) are applied on the "device" before its argmax, top-k or draw (Backend::PenalizeRows):
+// greedy, top-k and full-row requests with penalties give the host Sampler's tokens, and no
+// row is sampled on the host. Those passes are not queued; the greedy request without
+// penalties, which runs on alone, is.
+TEST(EnginePipelineTest, PenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
+  const int last_ns[] = {64, 8, -1};
+  for (const int top_k : {0, 40}) {  // full-row draws, then top-k draws (a step takes one kind)
+    SCOPED_TRACE("top_k " + std::to_string(top_k));
+    std::vector<Arrival> a;
+    for (int i = 0; i < 9; ++i) {
+      GenerationRequest r = Greedy(Prompt(10 + 4 * i, 400 + i, Vocab()), 24);
+      r.sampling.temperature = i % 3 == 0 ? 0.0f : 0.6f + 0.2f * static_cast<float>(i % 4);
+      r.sampling.top_k = top_k;
+      r.sampling.repeat_penalty = i % 2 == 0 ? 1.3f : 1.0f;
+      r.sampling.frequency_penalty = i % 3 == 1 ? 0.4f : 0.0f;
+      r.sampling.presence_penalty = i % 4 == 2 ? 0.3f : 0.1f;
+      r.sampling.penalty_last_n = last_ns[i % 3];
+      r.sampling.seed = 2000 + static_cast<uint64_t>(i);
+      a.push_back({i % 2, r});
+    }
+    a.push_back({0, Greedy(Prompt(15, 500, Vocab()), 60)});  // no penalties; runs on alone at the end
+    const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {});
+    EXPECT_EQ(r.stats.host_sampled_rows, 0);
+  }
 }
 
 }  // namespace

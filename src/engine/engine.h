@@ -70,9 +70,10 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t requests_finished = 0;
-  int64_t coalesced = 0;     // requests served by another identical request's computation
-  int64_t queued_steps = 0;  // steps run as queued (pipelined) passes
-  double step_seconds = 0;   // time in steps (schedule, forward, sampling)
+  int64_t coalesced = 0;          // requests served by another identical request's computation
+  int64_t queued_steps = 0;       // steps run as queued (pipelined) passes
+  int64_t host_sampled_rows = 0;  // logits rows copied to the host and sampled there
+  double step_seconds = 0;        // time in steps (schedule, forward, sampling)
   // Steps in which every sequence decoded one token (no prefill work): the batched decode rate
   // is decode_step_tokens / decode_step_seconds.
   double decode_step_seconds = 0;

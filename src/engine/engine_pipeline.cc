@@ -45,10 +45,10 @@ int64_t Engine::FinishInFlight() {
   const Status st = runner_.Collect(&out);
   HERD_CHECK_MSG(st.ok(), "taking a queued pass: %s", st.ToString().c_str());
   const auto now = EngineClock::now();
-  const int64_t tokens =
-      in_flight_->decode_only ? static_cast<int64_t>(std::count_if(out.sampled.begin(), out.sampled.end(),
-                                                                    [](const Sequence* s) { return s != nullptr; }))
-                              : -1;
+  const int64_t tokens = in_flight_->decode_only
+                             ? static_cast<int64_t>(std::count_if(out.sampled.begin(), out.sampled.end(),
+                                                                  [](const Sequence* s) { return s != nullptr; }))
+                             : -1;
   // SampleAndEmit may finish sequences (stop token, stop string, length): Forget then clears
   // their entries here and in the step queued behind this one.
   for (size_t i = 0; i < out.sampled.size(); ++i) {

@@ -308,6 +308,7 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   }
   // The draws on the pool (each row's sampler and constraint are its sequence's own), then the
   // tokens accepted and emitted in order on this thread.
+  stats_.host_sampled_rows += static_cast<int64_t>(rows.size());
   std::vector<HostDraw> drawn(rows.size());
   auto draw = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) drawn[i] = DrawOnHost(rows[i].first, rows[i].second);

@@ -55,6 +55,18 @@ bool TopCandidatesDraw(const Sequence& s) {
   return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
 }
 
+// True when the sequence decodes greedily after repetition penalties the device can apply
+// (Sampler::PenaltiesFitDevice) and needs nothing else of its row on the host.
+bool PenalizedGreedy(const Sequence& s) {
+  if (!s.sampler || s.constraint != nullptr) return false;
+  const SamplingParams& p = s.sampler->params();
+  if (!p.greedy() || !p.penalties_on() || !s.sampler->PenaltiesFitDevice() || !p.logit_bias.empty() || p.logprobs ||
+      p.n_probs > 0) {
+    return false;
+  }
+  return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
+}
+
 // True when the device can draw the sequence's next token from its full row (Backend::DrawRows:
 // Sampler::TakesDeviceDraw; no constraint, no n > 1 fork at this step).
 bool FullRowDraw(const Sequence& s) {
@@ -124,13 +136,16 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   b.argmax_only = device_argmax_ && !out->sampled.empty();
   bool top_ok = b.argmax_only, full_ok = b.argmax_only;
   int32_t top_k = 1;
+  bool penalized = false;
   for (const Sequence* s : out->sampled) {
     const bool greedy = PlainGreedy(*s);
+    const bool greedy_after_penalties = !greedy && PenalizedGreedy(*s);
     b.argmax_only = b.argmax_only && greedy;
     const bool draws = !greedy && TopCandidatesDraw(*s);
-    top_ok = top_ok && (greedy || draws);
-    full_ok = full_ok && (greedy || FullRowDraw(*s));
+    top_ok = top_ok && (greedy || greedy_after_penalties || draws);
+    full_ok = full_ok && (greedy || greedy_after_penalties || FullRowDraw(*s));
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
+    penalized = penalized || (s->sampler && s->sampler->params().penalties_on());
   }
   b.top_k = !b.argmax_only && top_ok ? top_k : 0;
   b.draws.clear();
@@ -139,9 +154,29 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
     b.draws.resize(out->sampled.size());
     for (size_t i = 0; i < out->sampled.size(); ++i) {
       Sequence& s = *out->sampled[i];
-      if (PlainGreedy(s)) continue;  // temperature 0: the argmax
+      if (s.sampler->params().greedy()) continue;  // temperature 0: the argmax (after any penalties)
       const Sampler::DeviceDraw d = s.sampler->NextDeviceDraw();
       b.draws[i] = RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u};
+    }
+  }
+  // Repetition penalties go with the rows to the device, which applies them before the argmax,
+  // draw or top-k. Each window must hold the sequence's latest token, so such passes are not
+  // queued (a sequence with penalties is then never behind a queued pass: its tokens are known).
+  b.penalties.clear();
+  b.penalty_entries.clear();
+  if (penalized && (b.argmax_only || b.top_k > 0)) {
+    b.penalties.resize(out->sampled.size());
+    std::vector<std::pair<int32_t, float>>& pairs = penalty_scratch_;
+    for (size_t i = 0; i < out->sampled.size(); ++i) {
+      const Sampler& sampler = *out->sampled[i]->sampler;
+      RowPenalty& row = b.penalties[i];
+      row.begin = row.end = static_cast<int32_t>(b.penalty_entries.size());
+      if (!sampler.params().penalties_on()) continue;
+      pairs.clear();
+      sampler.DevicePenalties(&pairs);
+      for (const auto& [id, sub] : pairs) b.penalty_entries.push_back(PenaltyEntry{id, sub});
+      row.repeat = sampler.params().repeat_penalty;
+      row.end = static_cast<int32_t>(b.penalty_entries.size());
     }
   }
   out->argmax_only = b.argmax_only;
@@ -151,7 +186,7 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   out->topk_ids.resize(rows * static_cast<size_t>(b.top_k));
   out->topk_logits.resize(rows * static_cast<size_t>(b.top_k));
   out->logits.resize(b.argmax_only || b.top_k > 0 ? 0 : rows * static_cast<size_t>(n_vocab_));
-  if (queue && b.argmax_only && e.tokens.empty() && model_->CanQueue()) {
+  if (queue && b.argmax_only && b.penalties.empty() && e.tokens.empty() && model_->CanQueue()) {
     HERD_RETURN_IF_ERROR(model_->QueueForward(b, cache_->layers()));
     out->queued = true;
     out->hidden.clear();

@@ -74,6 +74,7 @@ class ModelRunner {
   int32_t n_vocab() const { return n_vocab_; }
 
  private:
+  std::vector<std::pair<int32_t, float>> penalty_scratch_;  // one sequence's (token, subtrahend)
   Model* model_;
   KvCache* cache_;
   KvCacheManager* kv_;

@@ -42,7 +42,7 @@ struct Sequence {
   int32_t n_cached = 0;  // prompt tokens served from the prefix cache at first admission
   int32_t n_preempted = 0;
   EngineClock::time_point last_token{};  // when its latest token was sampled (inter-token latency)
-  int32_t fed_back_row = -1;  // tokens.back() is kFedBackToken: its row in the pass in flight
+  int32_t fed_back_row = -1;             // tokens.back() is kFedBackToken: its row in the pass in flight
 
   std::optional<Sampler> sampler;
   std::unique_ptr<StreamingDetokenizer> detokenizer;  // null without a tokenizer

@@ -32,6 +32,24 @@ struct RowDraw {
 
 constexpr int kDrawFracBits = 60;
 
+// Repetition penalties on the device (herd::Sampler's ApplyPenalties, before the top-k or the
+// draw): row r's entries [begin, end) of a flat list each name a token and the amount its
+// logit loses; with repeat != 1 the logit is first divided (positive) or multiplied (not) by it.
+struct RowPenalty {
+  float repeat = 1.0f;
+  int32_t begin = 0, end = 0;
+  int32_t reserved = 0;
+};
+struct PenaltyEntry {
+  int32_t id = 0;
+  float subtrahend = 0.0f;
+};
+// The penalized logit, rounded per operation as the Sampler computes it.
+HERD_DRAW_HD inline float PenalizeLogit(float l, float repeat, float subtrahend) {
+  if (repeat != 1.0f) l = l > 0.0f ? l / repeat : l * repeat;
+  return l - subtrahend;
+}
+
 // Order-preserving map of a float (not NaN) to uint32: a > b <=> DrawKey(a) > DrawKey(b).
 HERD_DRAW_HD inline uint32_t DrawKey(uint32_t bits) { return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u; }
 
@@ -47,6 +65,9 @@ namespace ref {
 // ArgMaxRows. O(n) passes, no sort. The CUDA kernel (kernels/cuda/draw_cuda.cu) follows the
 // same steps.
 int32_t DrawRow(const float* x, int64_t n, const RowDraw& d);
+
+// x[p.begin .. p.end entries' ids] penalized in place (PenalizeLogit); ids distinct, < n.
+void PenalizeRow(float* x, const RowPenalty& p, const PenaltyEntry* entries);
 
 }  // namespace ref
 }  // namespace herd

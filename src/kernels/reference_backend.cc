@@ -100,6 +100,11 @@ void Backend::DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const Row
   for (int64_t r = 0; r < n_rows; ++r) ids[r] = ref::DrawRow(x + r * n_cols, n_cols, draws[r]);
 }
 
+void Backend::PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties,
+                           const PenaltyEntry* entries) {
+  for (int64_t r = 0; r < n_rows; ++r) ref::PenalizeRow(x + r * n_cols, penalties[r], entries);
+}
+
 std::unique_ptr<Backend> MakeReferenceBackend() { return std::make_unique<ReferenceBackend>(); }
 
 }  // namespace herd

@@ -59,6 +59,25 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
       }
     }
   }
+  if (!penalties.empty()) {
+    if (!(argmax_only || top_k > 0) || penalties.size() != logit_rows.size()) {
+      return InvalidArgument(StrFormat("%zu penalty rows for %zu logit rows: one per row, with argmax_only or top_k",
+                                       penalties.size(), logit_rows.size()));
+    }
+    for (const RowPenalty& p : penalties) {
+      if (p.begin < 0 || p.end < p.begin || static_cast<size_t>(p.end) > penalty_entries.size() ||
+          !(p.repeat > 0.0f && std::isfinite(p.repeat))) {
+        return InvalidArgument(StrFormat("bad penalty row: entries [%d, %d) of %zu, repeat %g", p.begin, p.end,
+                                         penalty_entries.size(), p.repeat));
+      }
+    }
+    for (const PenaltyEntry& e : penalty_entries) {
+      if (e.id < 0 || e.id >= n_vocab || !std::isfinite(e.subtrahend)) {
+        return InvalidArgument(
+            StrFormat("bad penalty entry: token %d (vocabulary %d), subtrahend %g", e.id, n_vocab, e.subtrahend));
+      }
+    }
+  }
   if (pos.size() != tokens.size() || seq.size() != tokens.size())
     return InvalidArgument("batch arrays differ in length");
   if (feedback_rows < 0) return InvalidArgument(StrFormat("negative feedback_rows %d", feedback_rows));

@@ -39,6 +39,11 @@ struct ForwardBatch {
   // r's id in `argmax` is drawn from its full logits by draws[r] (Backend::DrawRows; temperature
   // 0 gives the argmax) instead of taken as the argmax. Token feedback works as for argmax ids.
   std::vector<RowDraw> draws;
+  // Repetition penalties on the device (with argmax_only or top_k): when not empty
+  // ([logit_rows.size()]), each logit row is penalized by penalties[r] over penalty_entries
+  // (Backend::PenalizeRows) before its argmax, draw or top-k.
+  std::vector<RowPenalty> penalties;
+  std::vector<PenaltyEntry> penalty_entries;
   // Tokens fed back on the device (pipelined decoding): a token -(r + 1) stands for the argmax
   // of logit row r of the previous pass, which must have been argmax_only with at least
   // feedback_rows rows (Model::Forward / QueueForward, or the pass taken last). 0: every token

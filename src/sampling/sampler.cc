@@ -86,16 +86,28 @@ int32_t Sampler::Draw(const float* logits) {
   return DrawFromCandidates(u);
 }
 
+bool Sampler::PenaltiesFitDevice() const {
+  return !params_.penalties_on() || history_.counts().size() <= kMaxDevicePenaltyTokens;
+}
+
+void Sampler::DevicePenalties(std::vector<std::pair<int32_t, float>>* out) const {
+  const SamplingParams& p = params_;
+  HERD_CHECK(p.penalties_on());
+  for (const auto& [id, count] : history_.counts()) {
+    out->emplace_back(id, PenaltySubtrahend(count, p.frequency_penalty, p.presence_penalty));
+  }
+}
+
 bool Sampler::TakesTopCandidates(int32_t max_k) const {
   const SamplingParams& p = params_;
   return !p.greedy() && p.top_k > 0 && p.top_k <= max_k && p.top_k < n_vocab_ && p.logit_bias.empty() &&
-         !p.penalties_on() && !p.logprobs && p.n_probs == 0;
+         PenaltiesFitDevice() && !p.logprobs && p.n_probs == 0;
 }
 
 bool Sampler::TakesDeviceDraw() const {
   const SamplingParams& p = params_;
   return !p.greedy() && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.typical_p >= 1.0f && p.logit_bias.empty() &&
-         !p.penalties_on() && !p.logprobs && p.n_probs == 0;
+         PenaltiesFitDevice() && !p.logprobs && p.n_probs == 0;
 }
 
 Sampler::DeviceDraw Sampler::NextDeviceDraw() {

@@ -32,6 +32,7 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -67,19 +68,31 @@ class Sampler {
   // result is token 0 (with logprob -inf when logprobs are requested).
   SampledToken Sample(float* logits);
 
+  // Penalties a device can apply (DevicePenalties): none, or a window of at most this many
+  // distinct tokens.
+  static constexpr size_t kMaxDevicePenaltyTokens = 1024;
+  bool PenaltiesFitDevice() const;
+  // With penalties on: appends (token, subtrahend) for each distinct token of the window (see
+  // PenalizedLogit: logit = PenalizedLogit(logit, params().repeat_penalty, subtrahend)); what
+  // Sample applies to the row first. The caller's device penalizes the row with them before
+  // its top-k or draw.
+  void DevicePenalties(std::vector<std::pair<int32_t, float>>* out) const;
+
   // Whether SampleTopCandidates can stand in for Sample: a non-greedy draw with 0 < top_k <=
-  // max_k (top_k < n_vocab) and nothing that needs the whole row (logit bias, penalties,
-  // logprobs / n_probs).
+  // max_k (top_k < n_vocab) and nothing that needs the whole row (logit bias, logprobs /
+  // n_probs; penalties only as PenaltiesFitDevice).
   bool TakesTopCandidates(int32_t max_k) const;
   // Sample for such a sampler from the row's most likely tokens instead of the row: `top` holds
   // at least min(top_k, number of finite logits) of them, most likely first (MoreLikely: higher
-  // logit, lower id on ties; no -inf or NaN), e.g. a device's top-k pass. Consumes one draw and
-  // returns what Sample(row) would return, bit for bit.
+  // logit, lower id on ties; no -inf or NaN), e.g. a device's top-k pass — taken after the
+  // penalties (DevicePenalties) when they are on. Consumes one draw and returns what Sample(row)
+  // would return, bit for bit.
   SampledToken SampleTopCandidates(std::span<const Candidate> top);
 
   // Whether a device can draw for this sampler from the full row (Backend::DrawRows, whose
   // semantics are this class's): a non-greedy draw without top-k (top_k 0 or >= n_vocab),
-  // typical-p, logit bias, penalties or logprobs / n_probs.
+  // typical-p, logit bias or logprobs / n_probs; penalties only as PenaltiesFitDevice (the
+  // device applies DevicePenalties first).
   bool TakesDeviceDraw() const;
   // What such a draw needs, consuming one draw (as Sample does): the caller's device picks the
   // token with it; Accept that token as usual.

@@ -104,7 +104,11 @@ TEST(SamplerTest, TopCandidatesGiveTheSameTokensAsTheRow) {
   SamplingParams pen = Seeded(1);
   pen.top_k = 40;
   pen.repeat_penalty = 1.1f;
-  EXPECT_FALSE(Make(pen, 500).TakesTopCandidates(64));
+  pen.penalty_last_n = -1;  // the whole history
+  Sampler penalized = Make(pen, 5000);
+  EXPECT_TRUE(penalized.TakesTopCandidates(64));  // the device applies the penalties first
+  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDevicePenaltyTokens); ++id) penalized.Accept(id);
+  EXPECT_FALSE(penalized.TakesTopCandidates(64));  // a window too wide for the device
   SamplingParams lp = Seeded(1);
   lp.top_k = 40;
   lp.logprobs = true;

@@ -15,9 +15,7 @@ void ApplyLogitBias(float* logits, std::span<const std::pair<int32_t, float>> bi
 
 void ApplyPenalties(float* logits, const TokenHistory& history, float repeat, float frequency, float presence) {
   for (const auto& [id, count] : history.counts()) {
-    float& l = logits[id];
-    if (repeat != 1.0f) l = l > 0.0f ? l / repeat : l * repeat;
-    l -= static_cast<float>(count) * frequency + presence;
+    logits[id] = PenalizedLogit(logits[id], repeat, PenaltySubtrahend(count, frequency, presence));
   }
 }
 

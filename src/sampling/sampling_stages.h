@@ -35,6 +35,15 @@ void ApplyLogitBias(float* logits, std::span<const std::pair<int32_t, float>> bi
 //   frequency: logit -= c * frequency
 //   presence:  logit -= presence
 void ApplyPenalties(float* logits, const TokenHistory& history, float repeat, float frequency, float presence);
+// The two steps of ApplyPenalties for one token, so a device can apply them with the same bits:
+// the amount subtracted for c occurrences, and the penalized logit.
+inline float PenaltySubtrahend(int count, float frequency, float presence) {
+  return static_cast<float>(count) * frequency + presence;
+}
+inline float PenalizedLogit(float l, float repeat, float subtrahend) {
+  if (repeat != 1.0f) l = l > 0.0f ? l / repeat : l * repeat;
+  return l - subtrahend;
+}
 
 // p = softmax(logit) over the list (max subtracted, sum in double). Order is kept. O(n) exp.
 void Softmax(std::vector<Candidate>& c);

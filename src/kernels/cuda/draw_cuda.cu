@@ -267,7 +267,32 @@ __global__ void __launch_bounds__(kThreads)
   if (tid == kThreads - 1 && u >= total_before_last + sum) ids[r] = static_cast<int32_t>(lp >= 0 ? lp : la);
 }
 
+__global__ void __launch_bounds__(128)
+    PenalizeRowsKernel(float* __restrict__ x, int64_t n, const RowPenalty* __restrict__ penalties,
+                       const PenaltyEntry* __restrict__ entries) {
+  PdlTrigger();
+  const int64_t r = blockIdx.x;
+  const RowPenalty p = penalties[r];  // uploaded before the pass
+  PdlWait();
+  for (int32_t e = p.begin + static_cast<int32_t>(threadIdx.x); e < p.end; e += blockDim.x) {
+    const PenaltyEntry pe = entries[e];
+    float& l = x[r * n + pe.id];
+    // Rounded per operation (no contraction), as on the host.
+    float v = l;
+    if (p.repeat != 1.0f) v = v > 0.0f ? __fdiv_rn(v, p.repeat) : __fmul_rn(v, p.repeat);
+    l = __fsub_rn(v, pe.subtrahend);
+  }
+}
+
 }  // namespace
+
+void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties, const PenaltyEntry* entries,
+                  cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  HERD_CHECK_MSG(n_rows <= 65535, "PenalizeRows: %lld rows (at most 65,535)", static_cast<long long>(n_rows));
+  LaunchPdl(PenalizeRowsKernel, dim3(static_cast<unsigned>(n_rows)), dim3(128), 0, stream, x, n_cols, penalties,
+            entries);
+}
 
 void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream) {
   if (n_rows <= 0) return;

@@ -17,4 +17,9 @@ namespace herd::cuda {
 // kernel before.
 void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream);
 
+// ref::PenalizeRow on each row r of x: [n_rows, n_cols] with penalties[r] over entries; one
+// block of 128 threads per row, one thread per entry. Programmatic dependent launch.
+void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties, const PenaltyEntry* entries,
+                  cudaStream_t stream);
+
 }  // namespace herd::cuda

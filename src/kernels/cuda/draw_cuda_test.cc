@@ -5,7 +5,9 @@
 // draws, top_p alone and with min_p, near-zero and near-one u.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -99,6 +101,40 @@ TEST_F(CudaDrawTest, FrequenciesFollowTheDistribution) {
       EXPECT_NEAR(hist[static_cast<size_t>(c)] / static_cast<double>(rows), want, 0.002) << "id " << c;
     }
   }
+}
+
+// PenalizeRows on the device against the host default, bit for bit: rows with no entries, a
+// few, and 1,000 (more than a block's threads), repeat 1 (only the subtraction), > 1 and < 1,
+// on positive, negative and zero logits.
+TEST_F(CudaDrawTest, PenalizeRowsEqualsTheHostLoop) {
+  std::unique_ptr<Backend> host = MakeReferenceBackend();
+  std::mt19937 rng(23);
+  const int64_t rows = 6, cols = 5003;
+  std::vector<float> x = RandomNormal(static_cast<size_t>(rows * cols), 80, 4.f);
+  for (size_t i = 0; i < x.size(); i += 97) x[i] = 0.0f;
+  const int32_t counts[] = {0, 3, 1000, 17, 1, 250};
+  const float repeats[] = {1.0f, 1.3f, 0.7f, 1.0f, 2.0f, 1.1f};
+  std::vector<RowPenalty> pens(static_cast<size_t>(rows));
+  std::vector<PenaltyEntry> entries;
+  for (int64_t r = 0; r < rows; ++r) {
+    RowPenalty& p = pens[static_cast<size_t>(r)];
+    p.repeat = repeats[r];
+    p.begin = static_cast<int32_t>(entries.size());
+    std::vector<int32_t> ids(static_cast<size_t>(cols));
+    for (int32_t i = 0; i < cols; ++i) ids[static_cast<size_t>(i)] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);  // distinct ids
+    for (int32_t e = 0; e < counts[r]; ++e) {
+      entries.push_back({ids[static_cast<size_t>(e)], static_cast<float>(rng() % 5) * 0.37f + 0.1f});
+    }
+    p.end = static_cast<int32_t>(entries.size());
+  }
+  std::vector<float> want = x;
+  host->PenalizeRows(want.data(), rows, cols, pens.data(), entries.data());
+  float* dx = Upload(x);
+  backend_->PenalizeRows(dx, rows, cols, Upload(pens), Upload(entries));
+  const std::vector<float> got = Download(dx, x.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), sizeof(float) * x.size()), 0);
+  EXPECT_NE(std::memcmp(want.data(), x.data(), sizeof(float) * x.size()), 0);  // it changed something
 }
 
 }  // namespace

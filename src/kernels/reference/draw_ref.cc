@@ -120,4 +120,11 @@ int32_t DrawRow(const float* x, int64_t n, const RowDraw& d) {
   return static_cast<int32_t>(last_positive >= 0 ? last_positive : last);
 }
 
+void PenalizeRow(float* x, const RowPenalty& p, const PenaltyEntry* entries) {
+  for (int32_t e = p.begin; e < p.end; ++e) {
+    float& l = x[entries[e].id];
+    l = PenalizeLogit(l, p.repeat, entries[e].subtrahend);
+  }
+}
+
 }  // namespace herd::ref

@@ -158,8 +158,11 @@ class LlamaModel final : public Model {
     int64_t out_capacity = 0;  // logit rows
     float *x = nullptr, *h = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;
     float *gate = nullptr, *up = nullptr, *rows = nullptr, *rows_normed = nullptr, *logits = nullptr;
-    int32_t* argmax = nullptr;    // [out_capacity]
-    RowDraw* draws = nullptr;     // [out_capacity], uploaded per pass when the batch draws
+    int32_t* argmax = nullptr;                // [out_capacity]
+    RowDraw* draws = nullptr;                 // [out_capacity], uploaded per pass when the batch draws
+    RowPenalty* penalties = nullptr;          // [out_capacity], uploaded per pass with penalties
+    PenaltyEntry* penalty_entries = nullptr;  // [penalty_capacity]
+    int64_t penalty_capacity = 0;
     int32_t* topk_ids = nullptr;  // [out_capacity * Backend::kMaxTopK]
     float* topk_vals = nullptr;   // [out_capacity * Backend::kMaxTopK]
     // The batch description, uploaded by one copy per pass into `batch` (device, batch_bytes),
@@ -182,8 +185,9 @@ class LlamaModel final : public Model {
   // The graph tag of a pass that ends in logits (Run): 3 for argmax ids (with the top-k field
   // 127, never a top-k, when they are drawn: another kernel), else 1 and the top_k.
   static uint64_t LogitsTag(const ForwardBatch& batch) {
-    if (batch.argmax_only) return 3 | (batch.draws.empty() ? 0 : uint64_t{127} << 22);
-    return 1 | static_cast<uint64_t>(batch.top_k) << 22;
+    const uint64_t penalized = batch.penalties.empty() ? 0 : uint64_t{1} << 36;
+    if (batch.argmax_only) return 3 | (batch.draws.empty() ? 0 : uint64_t{127} << 22) | penalized;
+    return 1 | static_cast<uint64_t>(batch.top_k) << 22 | penalized;
   }
 
   // The output projection of the rows `hidden` holds, the argmax / top-k the batch asks for,
@@ -193,6 +197,9 @@ class LlamaModel final : public Model {
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     Backend& be = *backend_;
     if (n_out > 0) be.MatMul(output_, hidden, n_out, ws_.logits);
+    if (n_out > 0 && !batch.penalties.empty()) {
+      be.PenalizeRows(ws_.logits, n_out, c.n_vocab, ws_.penalties, ws_.penalty_entries);
+    }
     if (n_out > 0 && batch.argmax_only) {
       if (batch.draws.empty()) {
         be.ArgMaxRows(ws_.logits, n_out, c.n_vocab, ws_.argmax);
@@ -218,6 +225,9 @@ class LlamaModel final : public Model {
     Release(ws_.topk_ids);
     Release(ws_.topk_vals);
     Release(ws_.draws);
+    Release(ws_.penalties);
+    Release(ws_.penalty_entries);
+    ws_.penalty_capacity = 0;
     Release(ws_.batch);
     ws_.capacity = ws_.out_capacity = ws_.seqs_capacity = ws_.tables_capacity = ws_.batch_bytes = 0;
   }
@@ -233,7 +243,7 @@ class LlamaModel final : public Model {
     return c;
   }
 
-  void Reserve(int64_t n_tok, int64_t n_out, int64_t n_seqs, int64_t n_table_entries) {
+  void Reserve(int64_t n_tok, int64_t n_out, int64_t n_seqs, int64_t n_table_entries, int64_t n_penalty_entries) {
     const ModelConfig& c = config_;
     bool grew = false;
     if (n_tok > ws_.capacity) {
@@ -259,6 +269,7 @@ class LlamaModel final : public Model {
       Release(ws_.topk_ids);
       Release(ws_.topk_vals);
       Release(ws_.draws);
+      Release(ws_.penalties);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
@@ -266,6 +277,13 @@ class LlamaModel final : public Model {
       ws_.topk_ids = Alloc<int32_t>(n_out * Backend::kMaxTopK);
       ws_.topk_vals = Alloc<float>(n_out * Backend::kMaxTopK);
       ws_.draws = Alloc<RowDraw>(n_out);
+      ws_.penalties = Alloc<RowPenalty>(n_out);
+      grew = true;
+    }
+    if (n_penalty_entries > ws_.penalty_capacity) {
+      Release(ws_.penalty_entries);
+      ws_.penalty_capacity = Pow2AtLeast(n_penalty_entries, 1024);
+      ws_.penalty_entries = Alloc<PenaltyEntry>(ws_.penalty_capacity);
       grew = true;
     }
     // Sequences and block tables grow by doubling: a decode step that needs one more block
@@ -319,6 +337,13 @@ class LlamaModel final : public Model {
     backend_->CopyToDevice(ws_.batch, h.data(), used);
     if (!batch.draws.empty())
       backend_->CopyToDevice(ws_.draws, batch.draws.data(), sizeof(RowDraw) * batch.draws.size());
+    if (!batch.penalties.empty()) {
+      backend_->CopyToDevice(ws_.penalties, batch.penalties.data(), sizeof(RowPenalty) * batch.penalties.size());
+      if (!batch.penalty_entries.empty()) {
+        backend_->CopyToDevice(ws_.penalty_entries, batch.penalty_entries.data(),
+                               sizeof(PenaltyEntry) * batch.penalty_entries.size());
+      }
+    }
     ws_.table_ptrs = reinterpret_cast<const int32_t**>(ws_.batch);
     ws_.table_lens = reinterpret_cast<int32_t*>(ws_.batch + off_lens);
     ws_.tokens = reinterpret_cast<int32_t*>(ws_.batch + off_tokens);
@@ -349,7 +374,8 @@ class LlamaModel final : public Model {
     const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
     int64_t entries = 0;
     for (const auto& t : batch.block_tables) entries += static_cast<int64_t>(t.size());
-    Reserve(T, n_out, static_cast<int64_t>(batch.block_tables.size()), entries);
+    Reserve(T, n_out, static_cast<int64_t>(batch.block_tables.size()), entries,
+            static_cast<int64_t>(batch.penalty_entries.size()));
     if (kv[0].k != ws_.kv_identity) {
       ws_.kv_identity = kv[0].k;
       ++ws_.generation;
@@ -371,9 +397,9 @@ class LlamaModel final : public Model {
     ab.max_context = ctx_bucket * 128;
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass), T and n_out (10 bits each),
-    // token feedback (bit 29), may_have_runs (bit 30), every row a logit row in order (bit 31), the
-    // context bucket (bits 32-35), generation.
+    // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass, 36: penalties), T and n_out
+    // (10 bits each), token feedback (bit 29), may_have_runs (bit 30), every row a logit row in
+    // order (bit 31), the context bucket (bits 32-35), generation.
     const bool fed_back = batch.feedback_rows > 0;
     // Every row is a logit row, in order (decode steps): the last residual add, the gather and
     // the output norm are one AddRmsNorm.
@@ -383,7 +409,7 @@ class LlamaModel final : public Model {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
                     static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(may_have_runs) << 30 |
                     static_cast<uint64_t>(all_rows_out) << 31 | static_cast<uint64_t>(ctx_bucket) << 32 |
-                    ws_.generation << 36);
+                    ws_.generation << 37);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
