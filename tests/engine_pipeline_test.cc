@@ -265,18 +265,19 @@ TEST(EnginePipelineTest, FullRowDrawsGiveTheHostSamplersTokens) {
 
 // Repetition penalties (repeat, frequency, presence; windows of 8 and 64 tokens and the whole
 // history) are applied on the "device" before its argmax, top-k or draw (Backend::PenalizeRows):
-// greedy, top-k and full-row requests with penalties give the host Sampler's tokens, and no
-// row is sampled on the host. Those passes are not queued; the greedy request without
+// greedy, top-k and full-row requests with penalties, alone or with top-k and full-row draws in
+// the same passes (StepOutput::topk_with_draws), give the host Sampler's tokens, and no row is
+// sampled on the host. Those passes are not queued; the greedy request without
 // penalties, which runs on alone, is.
 TEST(EnginePipelineTest, PenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
   const int last_ns[] = {64, 8, -1};
-  for (const int top_k : {0, 40}) {  // full-row draws, then top-k draws (a step takes one kind)
-    SCOPED_TRACE("top_k " + std::to_string(top_k));
+  for (const int kind : {0, 1, 2}) {  // full-row draws; top-k draws; both in the same passes
+    SCOPED_TRACE("kind " + std::to_string(kind));
     std::vector<Arrival> a;
     for (int i = 0; i < 9; ++i) {
       GenerationRequest r = Greedy(Prompt(10 + 4 * i, 400 + i, Vocab()), 24);
       r.sampling.temperature = i % 3 == 0 ? 0.0f : 0.6f + 0.2f * static_cast<float>(i % 4);
-      r.sampling.top_k = top_k;
+      r.sampling.top_k = kind == 0 ? 0 : kind == 1 ? 40 : (i % 2 == 1 ? 40 : 0);
       r.sampling.repeat_penalty = i % 2 == 0 ? 1.3f : 1.0f;
       r.sampling.frequency_penalty = i % 3 == 1 ? 0.4f : 0.0f;
       r.sampling.presence_penalty = i % 4 == 2 ? 0.3f : 0.1f;

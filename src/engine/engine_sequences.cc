@@ -282,8 +282,14 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
         top.push_back(Candidate{out.topk_ids[at], out.topk_logits[at], 0.0f});
       }
       // Greedy: the most likely candidate (-1 when the row had no number, an error below).
-      const int32_t id =
-          s->sampler->params().greedy() ? (top.empty() ? -1 : top[0].id) : s->sampler->SampleTopCandidates(top).id;
+      int32_t id = 0;
+      if (s->sampler->params().greedy()) {
+        id = top.empty() ? -1 : top[0].id;
+      } else if (out.topk_with_draws && s->sampler->TakesDeviceDraw()) {  // drawn from its full row
+        id = out.topk_ids[out.sampled.size() * static_cast<size_t>(out.top_k) + i];
+      } else {
+        id = s->sampler->SampleTopCandidates(top).id;
+      }
       SampleAndEmit(s, nullptr, now, id);
     }
     return;

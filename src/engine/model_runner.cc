@@ -134,7 +134,7 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   // or drawn from its full row (the draw's uniform is taken from the sampler now); each row's
   // top-k candidates when every one is plain greedy or samples from a small top_k; else logits.
   b.argmax_only = device_argmax_ && !out->sampled.empty();
-  bool top_ok = b.argmax_only, full_ok = b.argmax_only;
+  bool top_ok = b.argmax_only, full_ok = b.argmax_only, mixed_ok = b.argmax_only;
   int32_t top_k = 1;
   bool penalized = false;
   for (const Sequence* s : out->sampled) {
@@ -143,18 +143,27 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
     b.argmax_only = b.argmax_only && greedy;
     const bool draws = !greedy && TopCandidatesDraw(*s);
     top_ok = top_ok && (greedy || greedy_after_penalties || draws);
-    full_ok = full_ok && (greedy || greedy_after_penalties || FullRowDraw(*s));
+    const bool full_row = !greedy && FullRowDraw(*s);
+    full_ok = full_ok && (greedy || greedy_after_penalties || full_row);
+    mixed_ok = mixed_ok && (greedy || greedy_after_penalties || draws || full_row);
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
     penalized = penalized || (s->sampler && s->sampler->params().penalties_on());
   }
   b.top_k = !b.argmax_only && top_ok ? top_k : 0;
   b.draws.clear();
-  if (!b.argmax_only && b.top_k == 0 && full_ok) {
-    b.argmax_only = true;
+  // Full-row draws: alone (ids where the argmax goes), or beside top-k draws in one pass (the
+  // top-k candidates of every row, then the drawn ids; rows that are not drawn get the argmax).
+  const bool mixed = !b.argmax_only && b.top_k == 0 && !full_ok && mixed_ok;
+  if (!b.argmax_only && b.top_k == 0 && (full_ok || mixed)) {
+    if (mixed) {
+      b.top_k = top_k;
+    } else {
+      b.argmax_only = true;
+    }
     b.draws.resize(out->sampled.size());
     for (size_t i = 0; i < out->sampled.size(); ++i) {
       Sequence& s = *out->sampled[i];
-      if (s.sampler->params().greedy()) continue;  // temperature 0: the argmax (after any penalties)
+      if (s.sampler->params().greedy() || !s.sampler->TakesDeviceDraw()) continue;  // temperature 0: the argmax
       const Sampler::DeviceDraw d = s.sampler->NextDeviceDraw();
       b.draws[i] = RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u};
     }
@@ -181,9 +190,10 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   }
   out->argmax_only = b.argmax_only;
   out->top_k = b.top_k;
+  out->topk_with_draws = b.top_k > 0 && !b.draws.empty();
   const size_t rows = b.logit_rows.size();
   out->argmax.resize(b.argmax_only ? rows : 0);
-  out->topk_ids.resize(rows * static_cast<size_t>(b.top_k));
+  out->topk_ids.resize(rows * static_cast<size_t>(b.top_k) + (out->topk_with_draws ? rows : 0));
   out->topk_logits.resize(rows * static_cast<size_t>(b.top_k));
   out->logits.resize(b.argmax_only || b.top_k > 0 ? 0 : rows * static_cast<size_t>(n_vocab_));
   if (queue && b.argmax_only && b.penalties.empty() && e.tokens.empty() && model_->CanQueue()) {

@@ -43,6 +43,10 @@ struct StepOutput {
   // each row's top_k most likely tokens, topk_ids / topk_logits [sampled.size(), top_k] (id -1
   // past a row's count); logits and argmax are empty.
   int32_t top_k = 0;
+  // With top_k: some rows were drawn from their full rows on the device (Sampler::
+  // TakesDeviceDraw); topk_ids then holds [sampled.size()] drawn ids after the candidates
+  // (at sampled.size() * top_k + i; the argmax for rows that were not drawn).
+  bool topk_with_draws = false;
   std::vector<int32_t> topk_ids;
   std::vector<float> topk_logits;
   // The pass was queued (ModelRunner::Execute with queue): argmax is filled by Collect.

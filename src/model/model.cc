@@ -45,9 +45,9 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
         StrFormat("top_k %d: must be in [0, %d] and not with argmax_only", top_k, Backend::kMaxTopK));
   }
   if (!draws.empty()) {
-    if (!argmax_only || draws.size() != logit_rows.size()) {
-      return InvalidArgument(
-          StrFormat("%zu draws for %zu logit rows: one per row, with argmax_only", draws.size(), logit_rows.size()));
+    if (!(argmax_only || top_k > 0) || draws.size() != logit_rows.size()) {
+      return InvalidArgument(StrFormat("%zu draws for %zu logit rows: one per row, with argmax_only or top_k",
+                                       draws.size(), logit_rows.size()));
     }
     for (const RowDraw& d : draws) {
       const bool greedy = d.temperature == 0.0f;

@@ -35,9 +35,11 @@ struct ForwardBatch {
   // returns each logit row's top_k most likely entries (Backend::TopKRows: ids in `argmax`,
   // [n_rows * top_k], their logits in `logits`, [n_rows * top_k]; id -1 past a row's count).
   int32_t top_k = 0;
-  // Drawing on the device (argmax_only passes only): when not empty ([logit_rows.size()]), row
-  // r's id in `argmax` is drawn from its full logits by draws[r] (Backend::DrawRows; temperature
-  // 0 gives the argmax) instead of taken as the argmax. Token feedback works as for argmax ids.
+  // Drawing on the device: when not empty ([logit_rows.size()]), row r's id is drawn from its
+  // full logits by draws[r] (Backend::DrawRows; temperature 0 gives the argmax). With
+  // argmax_only the ids go where the argmax would (token feedback works as for argmax ids);
+  // with top_k they follow the candidates in `argmax` ([n_rows * top_k] candidates, then
+  // [n_rows] drawn ids).
   std::vector<RowDraw> draws;
   // Repetition penalties on the device (with argmax_only or top_k): when not empty
   // ([logit_rows.size()]), each logit row is penalized by penalties[r] over penalty_entries

@@ -111,6 +111,7 @@ class LlamaModel final : public Model {
       const size_t n = static_cast<size_t>(n_out) * static_cast<size_t>(batch.top_k);
       be.CopyToHost(argmax, ws_.topk_ids, sizeof(int32_t) * n);
       be.CopyToHost(logits, ws_.topk_vals, sizeof(float) * n);
+      if (!batch.draws.empty()) be.CopyToHost(argmax + n, ws_.argmax, sizeof(int32_t) * static_cast<size_t>(n_out));
     } else {
       be.CopyToHost(logits, ws_.logits, sizeof(float) * static_cast<size_t>(n_out) * c.n_vocab);
     }
@@ -187,7 +188,7 @@ class LlamaModel final : public Model {
   static uint64_t LogitsTag(const ForwardBatch& batch) {
     const uint64_t penalized = batch.penalties.empty() ? 0 : uint64_t{1} << 36;
     if (batch.argmax_only) return 3 | (batch.draws.empty() ? 0 : uint64_t{127} << 22) | penalized;
-    return 1 | static_cast<uint64_t>(batch.top_k) << 22 | penalized;
+    return 1 | static_cast<uint64_t>(batch.top_k) << 22 | penalized | (batch.draws.empty() ? 0 : uint64_t{1} << 37);
   }
 
   // The output projection of the rows `hidden` holds, the argmax / top-k the batch asks for,
@@ -209,6 +210,8 @@ class LlamaModel final : public Model {
     }
     if (n_out > 0 && batch.top_k > 0)
       be.TopKRows(ws_.logits, n_out, c.n_vocab, batch.top_k, ws_.topk_ids, ws_.topk_vals);
+    if (n_out > 0 && batch.top_k > 0 && !batch.draws.empty())
+      be.DrawRows(ws_.logits, n_out, c.n_vocab, ws_.draws, ws_.argmax);
     be.EndGraph();
     argmax_rows_ = batch.argmax_only ? n_out : 0;
   }
@@ -397,7 +400,8 @@ class LlamaModel final : public Model {
     ab.max_context = ctx_bucket * 128;
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass, 36: penalties), T and n_out
+    // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass, 36: penalties, 37: draws
+    // beside the top-k), T and n_out
     // (10 bits each), token feedback (bit 29), may_have_runs (bit 30), every row a logit row in
     // order (bit 31), the context bucket (bits 32-35), generation.
     const bool fed_back = batch.feedback_rows > 0;
@@ -409,7 +413,7 @@ class LlamaModel final : public Model {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
                     static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(may_have_runs) << 30 |
                     static_cast<uint64_t>(all_rows_out) << 31 | static_cast<uint64_t>(ctx_bucket) << 32 |
-                    ws_.generation << 37);
+                    ws_.generation << 38);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
