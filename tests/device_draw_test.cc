@@ -5,6 +5,7 @@
 // may draw on the device at all (Sampler::TakesDeviceDraw).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -13,6 +14,7 @@
 
 #include "kernels/draw.h"
 #include "sampling/sampler.h"
+#include "sampling/sampling_stages.h"
 
 namespace herd {
 namespace {
@@ -95,6 +97,39 @@ TEST(DeviceDrawTest, GreedyRowsAndRowsWithoutNumbers) {
   EXPECT_EQ(ref::DrawRow(one.data(), 3, RowDraw{1.0f, 0.5f, 0.0f, 0.0f, 0.99}), 1);
 }
 
+// FinishDeviceToken from a row's stats and candidates gives Sample's report: the same logprob
+// and top list (bit for bit with the host's stats; on a device only the double sum's order
+// differs).
+TEST(DeviceDrawTest, FinishDeviceTokenGivesTheReport) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int32_t n = 3000;
+    std::vector<float> row(n);
+    for (float& x : row) x = normal(rng);
+    if (trial % 5 == 0) row[7] = -std::numeric_limits<float>::infinity();
+    SamplingParams p;
+    p.temperature = trial % 2 == 0 ? 0.0f : 0.8f;
+    p.logprobs = true;
+    p.n_probs = trial % 7;
+    p.seed = 77 + static_cast<uint64_t>(trial);
+    Sampler host = Make(p, n), device = Make(p, n);
+    std::vector<float> copy = row;
+    const SampledToken want = host.Sample(copy.data());
+    const RowLogprobStats st = ref::LogprobStatsOfRow(row.data(), n, want.id);
+    std::vector<Candidate> top;
+    TopKFromLogits(row.data(), n, std::max(1, p.n_probs), top);
+    const SampledToken got = device.FinishDeviceToken(want.id, st.id_logit, st.log_z, top);
+    EXPECT_EQ(got.id, want.id);
+    EXPECT_EQ(got.logprob, want.logprob) << "trial " << trial;
+    ASSERT_EQ(got.top.size(), want.top.size()) << "trial " << trial;
+    for (size_t j = 0; j < want.top.size(); ++j) {
+      EXPECT_EQ(got.top[j].id, want.top[j].id);
+      EXPECT_EQ(got.top[j].logprob, want.top[j].logprob);
+    }
+  }
+}
+
 TEST(DeviceDrawTest, WhichSamplersDrawOnTheDevice) {
   SamplingParams p;
   p.temperature = 0.8f;
@@ -115,8 +150,12 @@ TEST(DeviceDrawTest, WhichSamplersDrawOnTheDevice) {
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
   p.typical_p = 1.0f;
   p.logprobs = true;
+  p.n_probs = 5;
+  EXPECT_TRUE(Make(p, 100).TakesDeviceDraw());  // logprobs reported from the device's stats
+  p.n_probs = Sampler::kMaxDeviceTopLogprobs + 1;
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
   p.logprobs = false;
+  p.n_probs = 0;
   p.logit_bias = {{3, 1.0f}};
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
   p.logit_bias.clear();

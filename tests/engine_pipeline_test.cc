@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -288,6 +289,47 @@ TEST(EnginePipelineTest, PenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
     a.push_back({0, Greedy(Prompt(15, 500, Vocab()), 60)});  // no penalties; runs on alone at the end
     const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {});
     EXPECT_EQ(r.stats.host_sampled_rows, 0);
+  }
+}
+
+// Logprobs and top logprobs without the rows on the host (RowLogprobStats, the candidates):
+// greedy, top-k and full-row requests, some with penalties, asking for logprobs and 0-5 top
+// logprobs, get the host Sampler's tokens, and logprobs and top lists equal to its report
+// (the log-normalizer's double sum runs in another order on a device: within 1e-5).
+TEST(EnginePipelineTest, LogprobsFromTheDeviceMatchTheHostReport) {
+  const int top_ks[] = {0, 40, 0};
+  std::vector<Arrival> a;
+  for (int i = 0; i < 9; ++i) {
+    GenerationRequest r = Greedy(Prompt(12 + 3 * i, 600 + i, Vocab()), 20);
+    r.sampling.temperature = i % 3 == 2 ? 0.0f : 0.9f;
+    r.sampling.top_k = top_ks[i % 3];
+    r.sampling.logprobs = true;
+    r.sampling.n_probs = i % 6;
+    if (i % 4 == 1) r.sampling.repeat_penalty = 1.2f;
+    r.sampling.seed = 3000 + static_cast<uint64_t>(i);
+    a.push_back({i % 2, r});
+  }
+  const RunResult plain = RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOff, a);
+  const RunResult piped = RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOn, a);
+  EXPECT_EQ(piped.stats.host_sampled_rows, 0);
+  EXPECT_GT(plain.stats.host_sampled_rows, 0);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ExpectSame(piped.outcomes[i], plain.outcomes[i], i);
+    const auto& want = plain.outcomes[i].logprobs.at(0);
+    const auto& got = piped.outcomes[i].logprobs.at(0);
+    ASSERT_EQ(got.size(), want.size()) << "request " << i;
+    for (size_t k = 0; k < want.size(); ++k) {
+      ASSERT_FALSE(std::isnan(want[k])) << "request " << i;
+      EXPECT_NEAR(got[k], want[k], 1e-5) << "request " << i << " token " << k;
+      const auto& wt = plain.outcomes[i].tops.at(0)[k];
+      const auto& gt = piped.outcomes[i].tops.at(0)[k];
+      ASSERT_EQ(gt.size(), wt.size()) << "request " << i << " token " << k;
+      EXPECT_EQ(wt.size(), static_cast<size_t>(a[i].request.sampling.n_probs));
+      for (size_t j = 0; j < wt.size(); ++j) {
+        EXPECT_EQ(gt[j].id, wt[j].id) << "request " << i << " token " << k;
+        EXPECT_NEAR(gt[j].logprob, wt[j].logprob, 1e-5) << "request " << i << " token " << k;
+      }
+    }
   }
 }
 

@@ -24,7 +24,8 @@ struct Outcome {
   std::map<int32_t, std::vector<int32_t>> tokens;
   std::map<int32_t, std::string> text;
   std::map<int32_t, EngineEvent> finish;
-  std::map<int32_t, std::vector<float>> logprobs;  // per token event (NaN unless requested)
+  std::map<int32_t, std::vector<float>> logprobs;                  // per token event (NaN unless requested)
+  std::map<int32_t, std::vector<std::vector<TokenLogprob>>> tops;  // per token event (top_logprobs)
 };
 
 // Drains a stream that has ended (steps must have been run).
@@ -36,6 +37,7 @@ inline Outcome Drain(RequestStream& s) {
     if (ev.kind == EngineEvent::Kind::kToken) {
       o.tokens[ev.index].push_back(ev.token);
       o.logprobs[ev.index].push_back(ev.logprob);
+      o.tops[ev.index].push_back(ev.top);
     } else {
       o.finish[ev.index] = ev;
     }

@@ -264,9 +264,23 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   const auto now = EngineClock::now();
   const size_t n_vocab = static_cast<size_t>(runner_.n_vocab());
   // Forks first (they need the parent's row before sampling modifies it), then sampling.
+  // A token chosen on the device, with the logprobs its request asks for (from the row's stats;
+  // id_logit: the chosen id's logit, from the device or from the candidates).
+  auto device_token = [&](Sequence* s, size_t i, int32_t id, float id_logit, std::span<const Candidate> top) {
+    HostDraw d;
+    const SamplingParams& p = s->sampler->params();
+    if (id >= 0 && (p.logprobs || p.n_probs > 0) && i < out.stats.size()) {
+      d.t = s->sampler->FinishDeviceToken(id, id_logit, out.stats[i].log_z, top);
+    } else {
+      d.t.id = id;
+    }
+    Emit(s, std::move(d), now);
+  };
   if (out.argmax_only) {  // greedy or drawn on the device everywhere (ModelRunner): only the ids came back
     for (size_t i = 0; i < out.sampled.size(); ++i) {
-      if (out.sampled[i] != nullptr) SampleAndEmit(out.sampled[i], nullptr, now, out.argmax[i]);
+      Sequence* s = out.sampled[i];
+      if (s == nullptr) continue;
+      device_token(s, i, out.argmax[i], i < out.stats.size() ? out.stats[i].id_logit : 0.0f, {});
     }
     return;
   }
@@ -283,14 +297,20 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
       }
       // Greedy: the most likely candidate (-1 when the row had no number, an error below).
       int32_t id = 0;
+      float id_logit = 0.0f;
       if (s->sampler->params().greedy()) {
         id = top.empty() ? -1 : top[0].id;
+        id_logit = top.empty() ? 0.0f : top[0].logit;
       } else if (out.topk_with_draws && s->sampler->TakesDeviceDraw()) {  // drawn from its full row
         id = out.topk_ids[out.sampled.size() * static_cast<size_t>(out.top_k) + i];
+        id_logit = i < out.stats.size() ? out.stats[i].id_logit : 0.0f;
       } else {
         id = s->sampler->SampleTopCandidates(top).id;
+        for (const Candidate& c : top) {
+          if (c.id == id) id_logit = c.logit;
+        }
       }
-      SampleAndEmit(s, nullptr, now, id);
+      device_token(s, i, id, id_logit, top);
     }
     return;
   }

@@ -55,13 +55,13 @@ bool TopCandidatesDraw(const Sequence& s) {
   return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
 }
 
-// True when the sequence decodes greedily after repetition penalties the device can apply
-// (Sampler::PenaltiesFitDevice) and needs nothing else of its row on the host.
-bool PenalizedGreedy(const Sequence& s) {
+// True when the sequence decodes greedily with what the device can do besides the argmax —
+// repetition penalties (Sampler::PenaltiesFitDevice), logprobs (LogprobsFitDevice) — and needs
+// nothing else of its row on the host.
+bool DeviceGreedy(const Sequence& s) {
   if (!s.sampler || s.constraint != nullptr) return false;
   const SamplingParams& p = s.sampler->params();
-  if (!p.greedy() || !p.penalties_on() || !s.sampler->PenaltiesFitDevice() || !p.logit_bias.empty() || p.logprobs ||
-      p.n_probs > 0) {
+  if (!p.greedy() || !s.sampler->PenaltiesFitDevice() || !p.logit_bias.empty() || !s.sampler->LogprobsFitDevice()) {
     return false;
   }
   return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
@@ -136,10 +136,11 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   b.argmax_only = device_argmax_ && !out->sampled.empty();
   bool top_ok = b.argmax_only, full_ok = b.argmax_only, mixed_ok = b.argmax_only;
   int32_t top_k = 1;
-  bool penalized = false;
+  bool penalized = false, want_logprobs = false;
+  int32_t n_probs = 0;
   for (const Sequence* s : out->sampled) {
     const bool greedy = PlainGreedy(*s);
-    const bool greedy_after_penalties = !greedy && PenalizedGreedy(*s);
+    const bool greedy_after_penalties = !greedy && DeviceGreedy(*s);
     b.argmax_only = b.argmax_only && greedy;
     const bool draws = !greedy && TopCandidatesDraw(*s);
     top_ok = top_ok && (greedy || greedy_after_penalties || draws);
@@ -148,12 +149,19 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
     mixed_ok = mixed_ok && (greedy || greedy_after_penalties || draws || full_row);
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
     penalized = penalized || (s->sampler && s->sampler->params().penalties_on());
+    if (s->sampler) {
+      const SamplingParams& p = s->sampler->params();
+      want_logprobs = want_logprobs || p.logprobs || p.n_probs > 0;
+      n_probs = std::max(n_probs, p.n_probs);
+    }
   }
+  // Top logprobs come from the candidates: a top-k pass with at least n_probs of them.
+  top_k = std::max(top_k, n_probs);
   b.top_k = !b.argmax_only && top_ok ? top_k : 0;
   b.draws.clear();
   // Full-row draws: alone (ids where the argmax goes), or beside top-k draws in one pass (the
   // top-k candidates of every row, then the drawn ids; rows that are not drawn get the argmax).
-  const bool mixed = !b.argmax_only && b.top_k == 0 && !full_ok && mixed_ok;
+  const bool mixed = !b.argmax_only && b.top_k == 0 && (!full_ok || n_probs > 0) && mixed_ok;
   if (!b.argmax_only && b.top_k == 0 && (full_ok || mixed)) {
     if (mixed) {
       b.top_k = top_k;
@@ -188,6 +196,8 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
       row.end = static_cast<int32_t>(b.penalty_entries.size());
     }
   }
+  b.logprob_stats = want_logprobs && (b.argmax_only || b.top_k > 0);
+  out->stats.resize(b.logprob_stats ? out->sampled.size() : 0);
   out->argmax_only = b.argmax_only;
   out->top_k = b.top_k;
   out->topk_with_draws = b.top_k > 0 && !b.draws.empty();
@@ -196,7 +206,7 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   out->topk_ids.resize(rows * static_cast<size_t>(b.top_k) + (out->topk_with_draws ? rows : 0));
   out->topk_logits.resize(rows * static_cast<size_t>(b.top_k));
   out->logits.resize(b.argmax_only || b.top_k > 0 ? 0 : rows * static_cast<size_t>(n_vocab_));
-  if (queue && b.argmax_only && b.penalties.empty() && e.tokens.empty() && model_->CanQueue()) {
+  if (queue && b.argmax_only && b.penalties.empty() && !b.logprob_stats && e.tokens.empty() && model_->CanQueue()) {
     HERD_RETURN_IF_ERROR(model_->QueueForward(b, cache_->layers()));
     out->queued = true;
     out->hidden.clear();
@@ -205,7 +215,7 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   if (!b.tokens.empty()) {
     float* logits = b.top_k > 0 ? out->topk_logits.data() : out->logits.data();
     int32_t* ids = b.top_k > 0 ? out->topk_ids.data() : out->argmax.data();
-    HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), logits, ids));
+    HERD_RETURN_IF_ERROR(model_->Forward(b, cache_->layers(), logits, ids, out->stats.data()));
   }
   out->hidden.resize(e.logit_rows.size() * static_cast<size_t>(model_->config().n_embd));
   if (!e.tokens.empty()) out->embed_status = model_->Embed(e, cache_->layers(), out->hidden.data());

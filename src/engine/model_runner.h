@@ -48,6 +48,9 @@ struct StepOutput {
   // (at sampled.size() * top_k + i; the argmax for rows that were not drawn).
   bool topk_with_draws = false;
   std::vector<int32_t> topk_ids;
+  // With argmax_only or top_k, when some sampled sequence asked for logprobs: each row's
+  // log-normalizer and the logit of its device-chosen id (Sampler::FinishDeviceToken).
+  std::vector<RowLogprobStats> stats;
   std::vector<float> topk_logits;
   // The pass was queued (ModelRunner::Execute with queue): argmax is filled by Collect.
   bool queued = false;

@@ -121,6 +121,10 @@ class Backend {
   // backend's memory. Default: a host loop over ref::PenalizeRow.
   virtual void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties,
                             const PenaltyEntry* entries);
+  // stats[r] = ref::LogprobStatsOfRow(row r of x, n_cols, ids[r]) (logprobs without the row on the
+  // host). All in this backend's memory. Default: a host loop.
+  virtual void LogprobStatsRows(const float* x, int64_t n_rows, int64_t n_cols, const int32_t* ids,
+                                RowLogprobStats* stats);
 
   // --- hints ---
   // Declares that the op called next (RmsNorm, AddRmsNorm, SwiGlu or PagedAttention) computes

@@ -59,12 +59,25 @@ HERD_DRAW_HD inline uint64_t DrawFixed(float p) {
   return static_cast<uint64_t>(static_cast<double>(p) * static_cast<double>(uint64_t{1} << kDrawFracBits));
 }
 
+// What a device returns for a row whose logprobs were asked for (Backend::RowLogprobStats):
+// the row's log-normalizer log_z = max + log(sum exp(x - max)) (float exp, double sum, as
+// herd::Sampler's report) and the logit of the row's chosen id (NaN without one).
+struct RowLogprobStats {
+  double log_z = 0.0;
+  float id_logit = 0.0f;
+  float reserved = 0.0f;
+};
+
 namespace ref {
 
 // The id drawn from row x[0, n) by d; -1 when the row holds no number (all NaN / -inf), as
 // ArgMaxRows. O(n) passes, no sort. The CUDA kernel (kernels/cuda/draw_cuda.cu) follows the
 // same steps.
 int32_t DrawRow(const float* x, int64_t n, const RowDraw& d);
+
+// The stats of row x[0, n) with chosen id `id` (< 0: none). A row without a number gets
+// log_z -inf.
+RowLogprobStats LogprobStatsOfRow(const float* x, int64_t n, int32_t id);
 
 // x[p.begin .. p.end entries' ids] penalized in place (PenalizeLogit); ids distinct, < n.
 void PenalizeRow(float* x, const RowPenalty& p, const PenaltyEntry* entries);

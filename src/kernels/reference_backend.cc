@@ -105,6 +105,11 @@ void Backend::PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPe
   for (int64_t r = 0; r < n_rows; ++r) ref::PenalizeRow(x + r * n_cols, penalties[r], entries);
 }
 
+void Backend::LogprobStatsRows(const float* x, int64_t n_rows, int64_t n_cols, const int32_t* ids,
+                               RowLogprobStats* stats) {
+  for (int64_t r = 0; r < n_rows; ++r) stats[r] = ref::LogprobStatsOfRow(x + r * n_cols, n_cols, ids[r]);
+}
+
 std::unique_ptr<Backend> MakeReferenceBackend() { return std::make_unique<ReferenceBackend>(); }
 
 }  // namespace herd

@@ -59,6 +59,9 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
       }
     }
   }
+  if (logprob_stats && !(argmax_only || top_k > 0)) {
+    return InvalidArgument("logprob_stats need argmax_only or top_k");
+  }
   if (!penalties.empty()) {
     if (!(argmax_only || top_k > 0) || penalties.size() != logit_rows.size()) {
       return InvalidArgument(StrFormat("%zu penalty rows for %zu logit rows: one per row, with argmax_only or top_k",

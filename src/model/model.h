@@ -46,6 +46,10 @@ struct ForwardBatch {
   // (Backend::PenalizeRows) before its argmax, draw or top-k.
   std::vector<RowPenalty> penalties;
   std::vector<PenaltyEntry> penalty_entries;
+  // Logprobs without the rows on the host (with argmax_only or top_k): Forward also returns each
+  // logit row's RowLogprobStats (Backend::LogprobStatsRows over the row after penalties; the
+  // id is the row's argmax or drawn id where the pass has one). Not for queued passes.
+  bool logprob_stats = false;
   // Tokens fed back on the device (pipelined decoding): a token -(r + 1) stands for the argmax
   // of logit row r of the previous pass, which must have been argmax_only with at least
   // feedback_rows rows (Model::Forward / QueueForward, or the pass taken last). 0: every token
@@ -69,8 +73,9 @@ class Model {
   // argmax (host memory, [batch.logit_rows.size()]; see ArgMax in sampling: first index of the
   // largest value), or with batch.top_k each row's top_k candidates (see ForwardBatch::top_k).
   // Errors: invalid batch (ids out of range, positions beyond a block table, a bad top_k).
+  // With batch.logprob_stats, `stats` (host memory, [batch.logit_rows.size()]) gets the rows' stats.
   virtual Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits,
-                         int32_t* argmax = nullptr) = 0;
+                         int32_t* argmax = nullptr, RowLogprobStats* stats = nullptr) = 0;
 
   // Pipelined decoding: QueueForward queues an argmax_only pass and returns without waiting for
   // the device; TakeQueued waits for the oldest queued pass and writes its logit rows' argmax

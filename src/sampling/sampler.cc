@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 
@@ -86,6 +87,23 @@ int32_t Sampler::Draw(const float* logits) {
   return DrawFromCandidates(u);
 }
 
+bool Sampler::LogprobsFitDevice() const { return params_.n_probs <= kMaxDeviceTopLogprobs; }
+
+SampledToken Sampler::FinishDeviceToken(int32_t id, float id_logit, double log_z,
+                                        std::span<const Candidate> top) const {
+  SampledToken out;
+  out.id = id;
+  if (!params_.logprobs && params_.n_probs == 0) return out;
+  if (!(log_z > -std::numeric_limits<double>::infinity())) {  // every token banned
+    out.logprob = -std::numeric_limits<float>::infinity();
+    return out;
+  }
+  out.logprob = static_cast<float>(id_logit - log_z);
+  const size_t n = std::min(top.size(), static_cast<size_t>(params_.n_probs));
+  for (size_t i = 0; i < n; ++i) out.top.push_back({top[i].id, static_cast<float>(top[i].logit - log_z)});
+  return out;
+}
+
 bool Sampler::PenaltiesFitDevice() const {
   return !params_.penalties_on() || history_.counts().size() <= kMaxDevicePenaltyTokens;
 }
@@ -101,13 +119,13 @@ void Sampler::DevicePenalties(std::vector<std::pair<int32_t, float>>* out) const
 bool Sampler::TakesTopCandidates(int32_t max_k) const {
   const SamplingParams& p = params_;
   return !p.greedy() && p.top_k > 0 && p.top_k <= max_k && p.top_k < n_vocab_ && p.logit_bias.empty() &&
-         PenaltiesFitDevice() && !p.logprobs && p.n_probs == 0;
+         PenaltiesFitDevice() && LogprobsFitDevice();
 }
 
 bool Sampler::TakesDeviceDraw() const {
   const SamplingParams& p = params_;
   return !p.greedy() && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.typical_p >= 1.0f && p.logit_bias.empty() &&
-         PenaltiesFitDevice() && !p.logprobs && p.n_probs == 0;
+         PenaltiesFitDevice() && LogprobsFitDevice();
 }
 
 Sampler::DeviceDraw Sampler::NextDeviceDraw() {

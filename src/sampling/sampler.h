@@ -68,6 +68,16 @@ class Sampler {
   // result is token 0 (with logprob -inf when logprobs are requested).
   SampledToken Sample(float* logits);
 
+  // Logprobs a device can report (FinishDeviceToken): none, or n_probs up to this many.
+  static constexpr int32_t kMaxDeviceTopLogprobs = 64;
+  bool LogprobsFitDevice() const;
+  // Completes a token chosen on the device (by its argmax or draw, or by SampleTopCandidates /
+  // the first candidate) with the logprobs the params ask for, as Sample's report computes
+  // them: id_logit, the chosen id's logit in the (penalized) row; log_z, that row's
+  // log-normalizer (kernels' RowLogprobStats); top, the row's most likely tokens, most likely
+  // first (at least n_probs of them where the row has that many numbers).
+  SampledToken FinishDeviceToken(int32_t id, float id_logit, double log_z, std::span<const Candidate> top) const;
+
   // Penalties a device can apply (DevicePenalties): none, or a window of at most this many
   // distinct tokens.
   static constexpr size_t kMaxDevicePenaltyTokens = 1024;
@@ -79,8 +89,8 @@ class Sampler {
   void DevicePenalties(std::vector<std::pair<int32_t, float>>* out) const;
 
   // Whether SampleTopCandidates can stand in for Sample: a non-greedy draw with 0 < top_k <=
-  // max_k (top_k < n_vocab) and nothing that needs the whole row (logit bias, logprobs /
-  // n_probs; penalties only as PenaltiesFitDevice).
+  // max_k (top_k < n_vocab) and nothing that needs the whole row on the host (logit bias;
+  // penalties only as PenaltiesFitDevice, logprobs as LogprobsFitDevice).
   bool TakesTopCandidates(int32_t max_k) const;
   // Sample for such a sampler from the row's most likely tokens instead of the row: `top` holds
   // at least min(top_k, number of finite logits) of them, most likely first (MoreLikely: higher
@@ -91,8 +101,8 @@ class Sampler {
 
   // Whether a device can draw for this sampler from the full row (Backend::DrawRows, whose
   // semantics are this class's): a non-greedy draw without top-k (top_k 0 or >= n_vocab),
-  // typical-p, logit bias or logprobs / n_probs; penalties only as PenaltiesFitDevice (the
-  // device applies DevicePenalties first).
+  // typical-p or logit bias; penalties only as PenaltiesFitDevice (the device applies
+  // DevicePenalties first), logprobs as LogprobsFitDevice.
   bool TakesDeviceDraw() const;
   // What such a draw needs, consuming one draw (as Sample does): the caller's device picks the
   // token with it; Accept that token as usual.

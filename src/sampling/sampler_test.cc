@@ -112,7 +112,14 @@ TEST(SamplerTest, TopCandidatesGiveTheSameTokensAsTheRow) {
   SamplingParams lp = Seeded(1);
   lp.top_k = 40;
   lp.logprobs = true;
+  lp.n_probs = 20;
+  EXPECT_TRUE(Make(lp, 500).TakesTopCandidates(64));  // reported from the device (FinishDeviceToken)
+  lp.n_probs = Sampler::kMaxDeviceTopLogprobs + 1;
   EXPECT_FALSE(Make(lp, 500).TakesTopCandidates(64));
+  SamplingParams bias = Seeded(1);
+  bias.top_k = 40;
+  bias.logit_bias = {{3, 1.0f}};
+  EXPECT_FALSE(Make(bias, 500).TakesTopCandidates(64));
 }
 
 TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {

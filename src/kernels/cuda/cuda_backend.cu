@@ -357,6 +357,11 @@ class CudaBackend final : public Backend {
     if (!BeginOp()) return;
     cuda::PenalizeRows(x, n_rows, n_cols, penalties, entries, stream_);
   }
+  void LogprobStatsRows(const float* x, int64_t n_rows, int64_t n_cols, const int32_t* ids,
+                        RowLogprobStats* stats) override {
+    if (!BeginOp()) return;
+    cuda::LogprobStatsRows(x, n_rows, n_cols, ids, stats, stream_);
+  }
   void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out) override {
     if (!BeginOp()) return;
     cuda::GatherRows(x, rows, n, n_cols, out, stream_);

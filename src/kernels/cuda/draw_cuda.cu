@@ -284,7 +284,49 @@ __global__ void __launch_bounds__(128)
   }
 }
 
+__global__ void __launch_bounds__(kThreads)
+    LogprobStatsKernel(const float* __restrict__ x, int64_t n, const int32_t* __restrict__ ids,
+                       RowLogprobStats* __restrict__ stats) {
+  PdlTrigger();
+  __shared__ double dscratch[kWarps];
+  __shared__ float fscratch[kWarps];
+  const int64_t r = blockIdx.x;
+  PdlWait();
+  const float* row = x + r * n;
+  const float neg_inf = -INFINITY;
+  float m = neg_inf;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) m = row[i] > m ? row[i] : m;
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (threadIdx.x % 32 == 0) fscratch[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = fscratch[0];
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, fscratch[w]);
+  double part = 0.0;
+  if (m > neg_inf) {
+    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+      const float v = row[i];
+      if (v > neg_inf) part += static_cast<double>(expf(v - m));
+    }
+  }
+  const double sum = BlockSumD(part, dscratch);
+  if (threadIdx.x == 0) {
+    RowLogprobStats st;
+    st.log_z = m > neg_inf ? static_cast<double>(m) + log(sum) : -INFINITY;
+    const int32_t id = ids[r];
+    st.id_logit = id >= 0 && id < n ? row[id] : NAN;
+    st.reserved = 0.0f;
+    stats[r] = st;
+  }
+}
+
 }  // namespace
+
+void LogprobStatsRows(const float* x, int64_t n_rows, int64_t n_cols, const int32_t* ids, RowLogprobStats* stats,
+                      cudaStream_t stream) {
+  if (n_rows <= 0) return;
+  HERD_CHECK_MSG(n_rows <= 65535, "LogprobStatsRows: %lld rows (at most 65,535)", static_cast<long long>(n_rows));
+  LaunchPdl(LogprobStatsKernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), 0, stream, x, n_cols, ids, stats);
+}
 
 void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties, const PenaltyEntry* entries,
                   cudaStream_t stream) {

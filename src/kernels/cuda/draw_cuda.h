@@ -22,4 +22,9 @@ void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* dra
 void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties, const PenaltyEntry* entries,
                   cudaStream_t stream);
 
+// stats[r] = ref::LogprobStatsOfRow(row r of x, n_cols, ids[r]); one block of 1024 threads per
+// row, two passes (max, then the double sum). Programmatic dependent launch.
+void LogprobStatsRows(const float* x, int64_t n_rows, int64_t n_cols, const int32_t* ids, RowLogprobStats* stats,
+                      cudaStream_t stream);
+
 }  // namespace herd::cuda

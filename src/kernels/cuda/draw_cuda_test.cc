@@ -137,5 +137,35 @@ TEST_F(CudaDrawTest, PenalizeRowsEqualsTheHostLoop) {
   EXPECT_NE(std::memcmp(want.data(), x.data(), sizeof(float) * x.size()), 0);  // it changed something
 }
 
+// LogprobStatsRows on the device against the host loop: the chosen id's logit exactly (NaN for
+// ids < 0), the log-normalizer within 1e-12 relative (its double sum runs in another order);
+// a row without a number gets -inf.
+TEST_F(CudaDrawTest, LogprobStatsRowsMatchTheHostLoop) {
+  std::unique_ptr<Backend> host = MakeReferenceBackend();
+  const int64_t rows = 5, cols = 128256;
+  std::vector<float> x = RandomNormal(static_cast<size_t>(rows * cols), 90, 3.f);
+  for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(3 * cols + c)] = -INFINITY;  // row 3: no number
+  for (int64_t c = 0; c < cols; c += 3) x[static_cast<size_t>(cols + c)] = -INFINITY;
+  const std::vector<int32_t> ids = {5, 128255, -1, 0, 77};
+  std::vector<RowLogprobStats> want(static_cast<size_t>(rows));
+  host->LogprobStatsRows(x.data(), rows, cols, ids.data(), want.data());
+  RowLogprobStats* dst = Upload(std::vector<RowLogprobStats>(static_cast<size_t>(rows)));
+  backend_->LogprobStatsRows(Upload(x), rows, cols, Upload(ids), dst);
+  const std::vector<RowLogprobStats> got = Download(dst, static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowLogprobStats &g = got[static_cast<size_t>(r)], &w = want[static_cast<size_t>(r)];
+    if (r == 3) {
+      EXPECT_EQ(g.log_z, -INFINITY);
+    } else {
+      EXPECT_NEAR(g.log_z, w.log_z, 1e-12 * std::fabs(w.log_z)) << "row " << r;
+    }
+    if (ids[static_cast<size_t>(r)] < 0) {
+      EXPECT_TRUE(std::isnan(g.id_logit));
+    } else {
+      EXPECT_EQ(g.id_logit, w.id_logit) << "row " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace herd::cuda

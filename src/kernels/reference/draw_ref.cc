@@ -120,6 +120,24 @@ int32_t DrawRow(const float* x, int64_t n, const RowDraw& d) {
   return static_cast<int32_t>(last_positive >= 0 ? last_positive : last);
 }
 
+RowLogprobStats LogprobStatsOfRow(const float* x, int64_t n, int32_t id) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  RowLogprobStats st;
+  float m = neg_inf;
+  for (int64_t i = 0; i < n; ++i) m = x[i] > m ? x[i] : m;  // NaN never wins
+  if (!(m > neg_inf)) {
+    st.log_z = -std::numeric_limits<double>::infinity();
+  } else {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] > neg_inf) sum += static_cast<double>(std::exp(x[i] - m));
+    }
+    st.log_z = static_cast<double>(m) + std::log(sum);
+  }
+  st.id_logit = id >= 0 && id < n ? x[id] : std::numeric_limits<float>::quiet_NaN();
+  return st;
+}
+
 void PenalizeRow(float* x, const RowPenalty& p, const PenaltyEntry* entries) {
   for (int32_t e = p.begin; e < p.end; ++e) {
     float& l = x[entries[e].id];

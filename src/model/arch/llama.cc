@@ -93,10 +93,12 @@ class LlamaModel final : public Model {
     return Status::Ok();
   }
 
-  Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits, int32_t* argmax) override {
+  Status Forward(const ForwardBatch& batch, std::span<const KvLayerView> kv, float* logits, int32_t* argmax,
+                 RowLogprobStats* stats) override {
     if ((batch.argmax_only || batch.top_k > 0) && argmax == nullptr) {
       return InvalidArgument("argmax_only / top_k need an argmax output");
     }
+    if (batch.logprob_stats && stats == nullptr) return InvalidArgument("logprob_stats need a stats output");
     const uint64_t tag = LogitsTag(batch);
     HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, tag));
     const ModelConfig& c = config_;
@@ -105,6 +107,9 @@ class LlamaModel final : public Model {
     Logits(batch, hidden);
     if (n_out == 0) return Status::Ok();
     be.Synchronize();
+    if (batch.logprob_stats) {
+      be.CopyToHost(stats, ws_.stats, sizeof(RowLogprobStats) * static_cast<size_t>(n_out));
+    }
     if (batch.argmax_only) {
       be.CopyToHost(argmax, ws_.argmax, sizeof(int32_t) * static_cast<size_t>(n_out));
     } else if (batch.top_k > 0) {
@@ -122,8 +127,8 @@ class LlamaModel final : public Model {
 
   // The pass runs like Forward's; its ids go to the host through a queued copy (no wait here).
   Status QueueForward(const ForwardBatch& batch, std::span<const KvLayerView> kv) override {
-    if (!batch.argmax_only || batch.logit_rows.empty()) {
-      return InvalidArgument("a queued pass must be argmax_only with logit rows");
+    if (!batch.argmax_only || batch.logit_rows.empty() || batch.logprob_stats) {
+      return InvalidArgument("a queued pass must be argmax_only with logit rows, without logprob stats");
     }
     if (n_queued_ >= kMaxQueued) return Internal("too many queued passes");
     HERD_ASSIGN_OR_RETURN(const float* hidden, Run(batch, kv, LogitsTag(batch)));
@@ -163,6 +168,7 @@ class LlamaModel final : public Model {
     RowDraw* draws = nullptr;                 // [out_capacity], uploaded per pass when the batch draws
     RowPenalty* penalties = nullptr;          // [out_capacity], uploaded per pass with penalties
     PenaltyEntry* penalty_entries = nullptr;  // [penalty_capacity]
+    RowLogprobStats* stats = nullptr;         // [out_capacity]
     int64_t penalty_capacity = 0;
     int32_t* topk_ids = nullptr;  // [out_capacity * Backend::kMaxTopK]
     float* topk_vals = nullptr;   // [out_capacity * Backend::kMaxTopK]
@@ -187,8 +193,10 @@ class LlamaModel final : public Model {
   // 127, never a top-k, when they are drawn: another kernel), else 1 and the top_k.
   static uint64_t LogitsTag(const ForwardBatch& batch) {
     const uint64_t penalized = batch.penalties.empty() ? 0 : uint64_t{1} << 36;
-    if (batch.argmax_only) return 3 | (batch.draws.empty() ? 0 : uint64_t{127} << 22) | penalized;
-    return 1 | static_cast<uint64_t>(batch.top_k) << 22 | penalized | (batch.draws.empty() ? 0 : uint64_t{1} << 37);
+    const uint64_t stats = batch.logprob_stats ? uint64_t{1} << 38 : 0;
+    if (batch.argmax_only) return 3 | (batch.draws.empty() ? 0 : uint64_t{127} << 22) | penalized | stats;
+    return 1 | static_cast<uint64_t>(batch.top_k) << 22 | penalized | (batch.draws.empty() ? 0 : uint64_t{1} << 37) |
+           stats;
   }
 
   // The output projection of the rows `hidden` holds, the argmax / top-k the batch asks for,
@@ -212,6 +220,7 @@ class LlamaModel final : public Model {
       be.TopKRows(ws_.logits, n_out, c.n_vocab, batch.top_k, ws_.topk_ids, ws_.topk_vals);
     if (n_out > 0 && batch.top_k > 0 && !batch.draws.empty())
       be.DrawRows(ws_.logits, n_out, c.n_vocab, ws_.draws, ws_.argmax);
+    if (n_out > 0 && batch.logprob_stats) be.LogprobStatsRows(ws_.logits, n_out, c.n_vocab, ws_.argmax, ws_.stats);
     be.EndGraph();
     argmax_rows_ = batch.argmax_only ? n_out : 0;
   }
@@ -230,6 +239,7 @@ class LlamaModel final : public Model {
     Release(ws_.draws);
     Release(ws_.penalties);
     Release(ws_.penalty_entries);
+    Release(ws_.stats);
     ws_.penalty_capacity = 0;
     Release(ws_.batch);
     ws_.capacity = ws_.out_capacity = ws_.seqs_capacity = ws_.tables_capacity = ws_.batch_bytes = 0;
@@ -273,6 +283,7 @@ class LlamaModel final : public Model {
       Release(ws_.topk_vals);
       Release(ws_.draws);
       Release(ws_.penalties);
+      Release(ws_.stats);
       ws_.out_capacity = n_out;
       ws_.rows = Alloc<float>(n_out * c.n_embd);
       ws_.rows_normed = Alloc<float>(n_out * c.n_embd);
@@ -281,6 +292,7 @@ class LlamaModel final : public Model {
       ws_.topk_vals = Alloc<float>(n_out * Backend::kMaxTopK);
       ws_.draws = Alloc<RowDraw>(n_out);
       ws_.penalties = Alloc<RowPenalty>(n_out);
+      ws_.stats = Alloc<RowLogprobStats>(n_out);
       grew = true;
     }
     if (n_penalty_entries > ws_.penalty_capacity) {
@@ -401,7 +413,7 @@ class LlamaModel final : public Model {
 
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     // Exact key: tag (bits 0-1, 22-28: the top_k of a sampling pass, 36: penalties, 37: draws
-    // beside the top-k), T and n_out
+    // beside the top-k, 38: logprob stats), T and n_out
     // (10 bits each), token feedback (bit 29), may_have_runs (bit 30), every row a logit row in
     // order (bit 31), the context bucket (bits 32-35), generation.
     const bool fed_back = batch.feedback_rows > 0;
@@ -413,7 +425,7 @@ class LlamaModel final : public Model {
       be.BeginGraph(graph_tag | static_cast<uint64_t>(T) << 2 | static_cast<uint64_t>(n_out) << 12 |
                     static_cast<uint64_t>(fed_back) << 29 | static_cast<uint64_t>(may_have_runs) << 30 |
                     static_cast<uint64_t>(all_rows_out) << 31 | static_cast<uint64_t>(ctx_bucket) << 32 |
-                    ws_.generation << 38);
+                    ws_.generation << 39);
     }
     if (fed_back) be.ResolveFedBackIds(ws_.tokens, T, ws_.argmax);
     be.GetRows(tok_embd_, ws_.tokens, T, ws_.x);
