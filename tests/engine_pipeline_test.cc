@@ -309,7 +309,10 @@ TEST(EnginePipelineTest, LogprobsFromTheDeviceMatchTheHostReport) {
     r.sampling.seed = 3000 + static_cast<uint64_t>(i);
     a.push_back({i % 2, r});
   }
+  // The reference: sampled on the host (HERD_DEVICE_ARGMAX=0 keeps a GPU backend's rows there too).
+  setenv("HERD_DEVICE_ARGMAX", "0", 1);
   const RunResult plain = RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOff, a);
+  unsetenv("HERD_DEVICE_ARGMAX");
   const RunResult piped = RunWorkload(EngineSetup{}, EngineOptions::Pipeline::kOn, a);
   EXPECT_EQ(piped.stats.host_sampled_rows, 0);
   EXPECT_GT(plain.stats.host_sampled_rows, 0);

@@ -138,7 +138,8 @@ TEST_F(CudaDrawTest, PenalizeRowsEqualsTheHostLoop) {
 }
 
 // LogprobStatsRows on the device against the host loop: the chosen id's logit exactly (NaN for
-// ids < 0), the log-normalizer within 1e-12 relative (its double sum runs in another order);
+// ids < 0), the log-normalizer within 1e-6 (expf differs from the host's in the last bits and
+// the double sum runs in another order);
 // a row without a number gets -inf.
 TEST_F(CudaDrawTest, LogprobStatsRowsMatchTheHostLoop) {
   std::unique_ptr<Backend> host = MakeReferenceBackend();
@@ -157,7 +158,7 @@ TEST_F(CudaDrawTest, LogprobStatsRowsMatchTheHostLoop) {
     if (r == 3) {
       EXPECT_EQ(g.log_z, -INFINITY);
     } else {
-      EXPECT_NEAR(g.log_z, w.log_z, 1e-12 * std::fabs(w.log_z)) << "row " << r;
+      EXPECT_NEAR(g.log_z, w.log_z, 1e-6) << "row " << r;
     }
     if (ids[static_cast<size_t>(r)] < 0) {
       EXPECT_TRUE(std::isnan(g.id_logit));
