@@ -130,9 +130,12 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   }
   b.block_tables.resize(n_tables);
   e.block_tables.resize(n_embed_tables);
-  // What leaves the device: only ids when every sampled sequence is plain greedy, or plain greedy
-  // or drawn from its full row (the draw's uniform is taken from the sampler now); each row's
-  // top-k candidates when every one is plain greedy or samples from a small top_k; else logits.
+  // What leaves the device: only ids when every sampled sequence is plain greedy, or greedy or
+  // drawn from its full row (the draw's uniform is taken from the sampler now); each row's top-k
+  // candidates when every one is greedy or samples from a small top_k (plus the drawn ids when
+  // full-row draws ride along); with penalties and logprobs the device can handle
+  // (DeviceGreedy, Sampler::PenaltiesFitDevice / LogprobsFitDevice); else the logits.
+  static_assert(Sampler::kMaxDeviceTopLogprobs <= Backend::kMaxTopK);
   b.argmax_only = device_argmax_ && !out->sampled.empty();
   bool top_ok = b.argmax_only, full_ok = b.argmax_only, mixed_ok = b.argmax_only;
   int32_t top_k = 1;
@@ -140,13 +143,13 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   int32_t n_probs = 0;
   for (const Sequence* s : out->sampled) {
     const bool greedy = PlainGreedy(*s);
-    const bool greedy_after_penalties = !greedy && DeviceGreedy(*s);
+    const bool greedy_on_device = !greedy && DeviceGreedy(*s);
     b.argmax_only = b.argmax_only && greedy;
     const bool draws = !greedy && TopCandidatesDraw(*s);
-    top_ok = top_ok && (greedy || greedy_after_penalties || draws);
+    top_ok = top_ok && (greedy || greedy_on_device || draws);
     const bool full_row = !greedy && FullRowDraw(*s);
-    full_ok = full_ok && (greedy || greedy_after_penalties || full_row);
-    mixed_ok = mixed_ok && (greedy || greedy_after_penalties || draws || full_row);
+    full_ok = full_ok && (greedy || greedy_on_device || full_row);
+    mixed_ok = mixed_ok && (greedy || greedy_on_device || draws || full_row);
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
     penalized = penalized || (s->sampler && s->sampler->params().penalties_on());
     if (s->sampler) {
