@@ -252,7 +252,7 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         "\"e2e_ms\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, \"mean\": %.1f}, "
         "\"cache_hit_rate\": %.4f, \"coalesced\": %lld, \"preemptions\": %lld, \"errors\": %d, "
         "\"step_s\": %.3f, \"forward_s\": %.3f, \"sample_s\": %.3f, \"steps\": %lld, \"queued_steps\": %lld, "
-        "\"decode_steps\": %lld, \"decode_step_tokens\": %lld}\n",
+        "\"decode_steps\": %lld, \"decode_step_tokens\": %lld, \"host_sampled_rows\": %lld}\n",
         o.model.c_str(), lm.device.ToString().c_str(), kernels.c_str(), lm.threads, o.kv_type.c_str(), o.requests,
         o.concurrency, o.rate, o.prompt_len, o.gen_len, o.shared_prefix, o.batch_tokens,
         o.no_prefix_cache ? "false" : "true", wall, prompt_tps, gen_tps, decode_tps, a.p50, a.p90, a.p99, a.mean, b.p50,
@@ -263,7 +263,8 @@ void RunBenchEngine(const BenchEngineOptions& o) {
         after.sample_seconds - before.sample_seconds, static_cast<long long>(after.steps - before.steps),
         static_cast<long long>(after.queued_steps - before.queued_steps),
         static_cast<long long>(after.decode_steps - before.decode_steps),
-        static_cast<long long>(after.decode_step_tokens - before.decode_step_tokens));
+        static_cast<long long>(after.decode_step_tokens - before.decode_step_tokens),
+        static_cast<long long>(after.host_sampled_rows - before.host_sampled_rows));
   } else {
     std::printf("model: %s  device %s, kernels %s, %d threads, kv %s\n", o.model.c_str(), lm.device.ToString().c_str(),
                 kernels.c_str(), lm.threads, o.kv_type.c_str());

@@ -95,6 +95,7 @@ void Engine::PublishMetrics() {
   d.prompt_tokens_computed = stats_.prompt_tokens_computed - before.prompt_tokens_computed;
   d.generation_tokens = stats_.generated_tokens - before.generated_tokens;
   d.preemptions = stats_.preemptions - before.preemptions;
+  d.host_sampled_rows = stats_.host_sampled_rows - before.host_sampled_rows;
   d.prefix_queries = stats_.prefix.queried_tokens - before.prefix.queried_tokens;
   d.prefix_hits = stats_.prefix.hit_tokens - before.prefix.hit_tokens;
   metrics_->OnStep(d, stats_.running, stats_.waiting, stats_.total_blocks - stats_.free_blocks, stats_.total_blocks);

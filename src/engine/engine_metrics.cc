@@ -43,6 +43,7 @@ void EngineMetrics::OnStep(const StepDelta& d, int32_t running, int32_t waiting,
   if (d.prompt_tokens_computed != 0) prompt_tokens_computed_.fetch_add(d.prompt_tokens_computed, kRelaxed);
   if (d.generation_tokens != 0) generation_tokens_.fetch_add(d.generation_tokens, kRelaxed);
   if (d.preemptions != 0) preemptions_.fetch_add(d.preemptions, kRelaxed);
+  if (d.host_sampled_rows != 0) host_sampled_rows_.fetch_add(d.host_sampled_rows, kRelaxed);
   if (d.prefix_queries != 0) prefix_queries_.fetch_add(d.prefix_queries, kRelaxed);
   if (d.prefix_hits != 0) prefix_hits_.fetch_add(d.prefix_hits, kRelaxed);
   running_.store(running, kRelaxed);
@@ -63,6 +64,7 @@ EngineMetricsSnapshot EngineMetrics::Snapshot() const {
   s.prompt_tokens_computed = prompt_tokens_computed_.load(kRelaxed);
   s.generation_tokens = generation_tokens_.load(kRelaxed);
   s.preemptions = preemptions_.load(kRelaxed);
+  s.host_sampled_rows = host_sampled_rows_.load(kRelaxed);
   s.prefix_queries = prefix_queries_.load(kRelaxed);
   s.prefix_hits = prefix_hits_.load(kRelaxed);
   for (size_t i = 0; i < finished_.size(); ++i) s.finished[i] = finished_[i].load(kRelaxed);

@@ -35,6 +35,7 @@ struct EngineMetricsSnapshot {
   int64_t prompt_tokens_computed = 0;
   int64_t generation_tokens = 0;
   int64_t preemptions = 0;
+  int64_t host_sampled_rows = 0;  // logits rows sampled on the host (EngineStats::host_sampled_rows)
   int64_t prefix_queries = 0;
   int64_t prefix_hits = 0;
   std::array<int64_t, 4> finished{};  // ended requests by FinishReason (kStop, kLength, kCancelled, kError)
@@ -58,7 +59,7 @@ class EngineMetrics {
   void OnRequestEnd(FinishReason reason, double e2e_s, double queue_s, double tpot_s);
   // Per step: what the step added to the engine's cumulative counts, and the state after it.
   struct StepDelta {
-    int64_t prompt_tokens_computed = 0, generation_tokens = 0, preemptions = 0;
+    int64_t prompt_tokens_computed = 0, generation_tokens = 0, preemptions = 0, host_sampled_rows = 0;
     int64_t prefix_queries = 0, prefix_hits = 0;
   };
   void OnStep(const StepDelta& delta, int32_t running, int32_t waiting, int32_t used_blocks, int32_t total_blocks);
@@ -68,6 +69,7 @@ class EngineMetrics {
  private:
   Histogram ttft_, itl_, request_tpot_, e2e_, queue_;
   std::atomic<int64_t> prompt_tokens_{0}, prompt_tokens_computed_{0}, generation_tokens_{0}, preemptions_{0};
+  std::atomic<int64_t> host_sampled_rows_{0};
   std::atomic<int64_t> prefix_queries_{0}, prefix_hits_{0};
   std::array<std::atomic<int64_t>, 4> finished_{};
   std::atomic<int32_t> running_{0}, waiting_{0}, used_blocks_{0}, total_blocks_{0};

@@ -131,6 +131,8 @@ TEST(HerdRoutesTest, MetricsAfterKnownRequests) {
   EXPECT_EQ(Sample(e, "vllm:prefix_cache_queries_total" + m), stats.prefix.queried_tokens);
   EXPECT_EQ(Sample(e, "vllm:prefix_cache_hits_total" + m), stats.prefix.hit_tokens);
   EXPECT_EQ(Sample(e, "herd_prompt_tokens_computed_total" + m), stats.prompt_tokens_computed);
+  EXPECT_EQ(Sample(e, "herd_host_sampled_rows_total" + m), stats.host_sampled_rows);
+  EXPECT_GT(stats.host_sampled_rows, 0);  // a host backend samples every row on the host
   EXPECT_EQ(Sample(e, "vllm:request_success_total{finished_reason=\"length\",model_name=\"tiny\"}"), length);
   EXPECT_EQ(Sample(e, "vllm:request_success_total{finished_reason=\"stop\",model_name=\"tiny\"}"), stopped);
   EXPECT_EQ(Sample(e, "vllm:request_success_total{finished_reason=\"abort\",model_name=\"tiny\"}"), 0);

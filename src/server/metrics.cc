@@ -102,6 +102,10 @@ std::string RenderMetrics(const ModelRegistry& models, const HttpMetrics* http) 
   per_model("herd_prompt_tokens_computed_total", "counter",
             "Prompt tokens that went through a forward pass (prefill work; prefix-cache hits excluded).",
             [&](const EngineMetricsSnapshot& m) { return i64(m.prompt_tokens_computed); });
+  per_model("herd_host_sampled_rows_total", "counter",
+            "Logits rows copied to the host and sampled there (sampling the device could not do: logit bias, "
+            "typical-p without top-k, top-k above 64, ...).",
+            [&](const EngineMetricsSnapshot& m) { return i64(m.host_sampled_rows); });
 
   if (http != nullptr) {
     w.Family("herd_http_requests_total", "counter", "HTTP requests answered, by API, route pattern and status.");
