@@ -66,9 +66,6 @@ Engine::Engine(Model* model, KvCache* cache, const Tokenizer* tokenizer, const E
       runner_(model, cache, &kv_, options.pipeline == EngineOptions::Pipeline::kOn && model->CanQueue()),
       pipeline_(PipelineOn(options, model)),
       metrics_(options.metrics ? options.metrics : std::make_shared<EngineMetrics>()) {
-  const int32_t sampling_threads =
-      options.sampling_threads > 0 ? options.sampling_threads : std::min(8, ThreadPool::DefaultThreadCount());
-  if (sampling_threads > 1) sample_pool_ = std::make_unique<ThreadPool>(sampling_threads);
   stats_.total_blocks = cache->config().n_blocks;
   stats_.free_blocks = kv_.free_blocks();
   published_ = stats_;

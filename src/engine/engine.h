@@ -209,7 +209,9 @@ class Engine {
   // Reused: their logits buffers ([n_rows, n_vocab] floats) stay allocated. Two, because a
   // queued step's output lives on while the next step runs.
   StepOutput step_outs_[2];
-  std::unique_ptr<ThreadPool> sample_pool_;  // null: one thread (EngineOptions::sampling_threads)
+  // Host sampling threads (EngineOptions::sampling_threads), started by the first step that
+  // samples more than one row on the host; null until then and with one thread.
+  std::unique_ptr<ThreadPool> sample_pool_;
   bool pipeline_ = false;
   struct InFlight {
     SchedulerStep step;

@@ -339,6 +339,11 @@ void Engine::AfterForward(const SchedulerStep& step, StepOutput& out) {
   auto draw = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) drawn[i] = DrawOnHost(rows[i].first, rows[i].second);
   };
+  if (sample_pool_ == nullptr && rows.size() > 1) {
+    const int32_t n =
+        options_.sampling_threads > 0 ? options_.sampling_threads : std::min(8, ThreadPool::DefaultThreadCount());
+    if (n > 1) sample_pool_ = std::make_unique<ThreadPool>(n);
+  }
   if (sample_pool_ != nullptr && rows.size() > 1) {
     sample_pool_->ParallelFor(static_cast<int64_t>(rows.size()), 1, draw);
   } else {

@@ -59,7 +59,32 @@ HERD_DRAW_HD inline uint64_t DrawFixed(float p) {
   return static_cast<uint64_t>(static_cast<double>(p) * static_cast<double>(uint64_t{1} << kDrawFracBits));
 }
 
-// What a device returns for a row whose logprobs were asked for (Backend::RowLogprobStats):
+// A row's share w * inv of its normalizer in fixed point, w rounded through float as the
+// Sampler's softmax stores it.
+HERD_DRAW_HD inline uint64_t DrawShare(float w, double inv) {
+  return DrawFixed(static_cast<float>(static_cast<double>(w) * inv));
+}
+
+// One radix pass of the nucleus search: the most likely bin (255 down to 0) at which the mass of
+// the entries above it plus its own reaches target; *above grows by the bins passed over. -1:
+// the row falls short of target (rounding): no cut.
+template <typename U>
+HERD_DRAW_HD inline int NucleusBin(const U* mass, uint64_t target, uint64_t* above) {
+  for (int b = 255; b >= 0; --b) {
+    if (*above + mass[b] >= target) return b;
+    *above += mass[b];
+  }
+  return -1;
+}
+
+// How many of the `count` entries of the last pass's chosen bin (equal logits, bin_mass / count
+// each) complete the nucleus after `above`, taken in id order.
+HERD_DRAW_HD inline uint64_t NucleusTiesTaken(uint64_t bin_mass, uint32_t count, uint64_t target, uint64_t above) {
+  const uint64_t each = bin_mass / count;
+  return (target - above + each - 1) / each;
+}
+
+// What a device returns for a row whose logprobs were asked for (Backend::LogprobStatsRows):
 // the row's log-normalizer log_z = max + log(sum exp(x - max)) (float exp, double sum, as
 // herd::Sampler's report) and the logit of the row's chosen id (NaN without one).
 struct RowLogprobStats {

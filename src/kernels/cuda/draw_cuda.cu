@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/draw_cuda.h"
 #include "kernels/cuda/launch_pdl.cuh"
@@ -20,17 +21,6 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
-
-__device__ __forceinline__ double BlockSumD(double v, double* scratch) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < kWarps ? scratch[lane] : 0.0;
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 __device__ __forceinline__ long long BlockMaxI(long long v, long long* scratch) {
   for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -71,13 +61,11 @@ __device__ __forceinline__ Scan1 Shfl(const Scan1& s, int o) {
 }
 
 __device__ __forceinline__ uint32_t KeyOf(float v) { return DrawKey(__float_as_uint(v)); }
-__device__ __forceinline__ uint64_t Fixed(float p) { return DrawFixed(p); }
 
 __global__ void __launch_bounds__(kThreads)
     DrawRowsKernel(const float* __restrict__ x, int64_t n, const RowDraw* __restrict__ draws,
                    int32_t* __restrict__ ids) {
   PdlTrigger();
-  __shared__ double dscratch[kWarps];
   __shared__ long long iscratch[kWarps];
   __shared__ Scan1 s1scratch[kWarps];
   __shared__ unsigned long long mass[256];
@@ -122,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
       const float v = row[i];
       if (v > neg_inf) part += static_cast<double>(expf(v - m));
     }
-    const double inv1 = 1.0 / BlockSumD(part, dscratch);
+    const double inv1 = 1.0 / BlockSum(part);
     const uint64_t target = DrawFixed(d.top_p);
     if (tid == 0) s_prefix = 0, s_above = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
@@ -139,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
         if (in) {
           const uint32_t bin = (k >> shift) & 255u;
           const unsigned peers = __match_any_sync(active, bin);
-          const uint64_t p = Fixed(static_cast<float>(static_cast<double>(expf(v - m)) * inv1));
+          const uint64_t p = DrawShare(expf(v - m), inv1);
           const unsigned a = __reduce_add_sync(peers, static_cast<unsigned>(p & 0x1FFFFFu));
           const unsigned b = __reduce_add_sync(peers, static_cast<unsigned>((p >> 21) & 0x1FFFFFu));
           const unsigned c = __reduce_add_sync(peers, static_cast<unsigned>(p >> 42));
@@ -153,22 +141,14 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       if (tid == 0) {
         uint64_t above = s_above;
-        int chosen = -1;
-        for (int b = 255; b >= 0; --b) {
-          if (above + mass[b] >= target) {
-            chosen = b;
-            break;
-          }
-          above += mass[b];
-        }
+        const int chosen = NucleusBin(mass, target, &above);
         s_chosen = chosen;
         s_tie_last = n;
         if (chosen >= 0) {
           s_above = above;
           s_prefix = prefix | static_cast<uint32_t>(chosen) << shift;
           if (shift == 0) {
-            const uint64_t each = mass[chosen] / cnt[chosen];
-            const uint64_t j = (target - above + each - 1) / each;
+            const uint64_t j = NucleusTiesTaken(mass[chosen], cnt[chosen], target, above);
             s_tie_last = j < cnt[chosen] ? -static_cast<long long>(j) : n;  // < 0: find the j-th tie below
           }
         }
@@ -213,7 +193,7 @@ __global__ void __launch_bounds__(kThreads)
     const float v = row[i];
     if (kept(i, v)) part += static_cast<double>(weight(v));
   }
-  const double inv2 = 1.0 / BlockSumD(part, dscratch);
+  const double inv2 = 1.0 / BlockSum(part);
 
   // The draw: thread t owns ids [t * chunk, (t + 1) * chunk).
   const int64_t chunk = (n + kThreads - 1) / kThreads;
@@ -224,7 +204,7 @@ __global__ void __launch_bounds__(kThreads)
     const float v = row[i];
     if (!kept(i, v)) continue;
     const float p = static_cast<float>(static_cast<double>(weight(v)) * inv2);
-    sum += Fixed(p);
+    sum += DrawFixed(p);
     last = i;
     if (p > 0.0f) last_positive = i;
   }
@@ -253,7 +233,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int64_t i = c0; i < c1; ++i) {
       const float v = row[i];
       if (!kept(i, v)) continue;
-      cum += Fixed(static_cast<float>(static_cast<double>(weight(v)) * inv2));
+      cum += DrawShare(weight(v), inv2);
       if (u < cum) {
         ids[r] = static_cast<int32_t>(i);
         break;
@@ -288,7 +268,6 @@ __global__ void __launch_bounds__(kThreads)
     LogprobStatsKernel(const float* __restrict__ x, int64_t n, const int32_t* __restrict__ ids,
                        RowLogprobStats* __restrict__ stats) {
   PdlTrigger();
-  __shared__ double dscratch[kWarps];
   __shared__ float fscratch[kWarps];
   const int64_t r = blockIdx.x;
   PdlWait();
@@ -308,7 +287,7 @@ __global__ void __launch_bounds__(kThreads)
       if (v > neg_inf) part += static_cast<double>(expf(v - m));
     }
   }
-  const double sum = BlockSumD(part, dscratch);
+  const double sum = BlockSum(part);
   if (threadIdx.x == 0) {
     RowLogprobStats st;
     st.log_z = m > neg_inf ? static_cast<double>(m) + log(sum) : -INFINITY;

@@ -56,25 +56,17 @@ int32_t DrawRow(const float* x, int64_t n, const RowDraw& d) {
         const uint32_t k = KeyOf(x[i]);
         if ((k & hi) != prefix) continue;
         const uint32_t b = (k >> shift) & 255u;
-        mass[b] += DrawFixed(static_cast<float>(static_cast<double>(std::exp(x[i] - m)) * inv1));
+        mass[b] += DrawShare(std::exp(x[i] - m), inv1);
         ++cnt[b];
       }
-      int chosen = -1;
-      for (int b = 255; b >= 0; --b) {
-        if (above + mass[b] >= target) {
-          chosen = b;
-          break;
-        }
-        above += mass[b];
-      }
+      const int chosen = NucleusBin(mass, target, &above);
       if (chosen < 0) break;  // the whole row falls short by rounding: no cut (as the Sampler)
       prefix |= static_cast<uint32_t>(chosen) << shift;
       if (shift == 0) {
         cut = true;
         theta = prefix;
         // Entries at theta share one probability: the first j of them (id order) complete the mass.
-        const uint64_t each = mass[chosen] / cnt[chosen];
-        const uint64_t j = (target - above + each - 1) / each;
+        const uint64_t j = NucleusTiesTaken(mass[chosen], cnt[chosen], target, above);
         if (j < cnt[chosen]) {
           uint64_t seen = 0;
           for (int64_t i = 0; i < n; ++i) {
