@@ -1,7 +1,8 @@
 // ref::DrawRow (kernels/draw.h: what Backend::DrawRows computes on every backend, the CUDA kernel
 // included) against herd::Sampler::Sample on the same row and seed: the same token for rows of
 // random logits, rows with heavy ties (the nucleus cut inside a run of equal logits), rows with
-// -inf entries, one number or none, across temperatures, top_p and min_p; and which samplers
+// -inf entries, one number or none, across temperatures, top_p and min_p, with logit bias and
+// penalties applied first (ref::PenalizeRow over Sampler::DeviceAdjustments); and which samplers
 // may draw on the device at all (Sampler::TakesDeviceDraw).
 #include <gtest/gtest.h>
 
@@ -25,13 +26,25 @@ Sampler Make(const SamplingParams& p, int32_t n_vocab) {
   return std::move(s).value();
 }
 
+// The entries a device applies for s (as ModelRunner builds them).
+std::vector<PenaltyEntry> EntriesOf(const Sampler& s) {
+  std::vector<Sampler::DeviceAdjustment> adjustments;
+  s.DeviceAdjustments(&adjustments);
+  std::vector<PenaltyEntry> entries;
+  for (const Sampler::DeviceAdjustment& a : adjustments) {
+    const uint32_t flags = (a.biased ? PenaltyEntry::kBiased : 0u) | (a.penalized ? PenaltyEntry::kPenalized : 0u);
+    entries.push_back(PenaltyEntry{a.id, a.subtrahend, a.bias, flags});
+  }
+  return entries;
+}
+
 TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const float temps[] = {0.05f, 0.5f, 1.0f, 1.5f, 3.0f};
   const float top_ps[] = {1.0f, 0.95f, 0.9f, 0.5f, 0.1f, 0.001f};
   const float min_ps[] = {0.0f, 0.0f, 0.02f, 0.2f};
-  int draws = 0, distinct_from_argmax = 0;
+  int draws = 0, distinct_from_argmax = 0, biased = 0;
   for (int32_t n : {1, 2, 7, 1000, 50000}) {
     for (int kind = 0; kind < 4; ++kind) {
       for (int trial = 0; trial < (n >= 50000 ? 12 : 60); ++trial) {
@@ -45,6 +58,12 @@ TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
           p.frequency_penalty = 0.2f;
           p.presence_penalty = 0.1f;
           p.penalty_last_n = 8;
+        }
+        if (trial % 2 == 1 && n >= 7) {  // logit bias, applied first: a ban, a token listed twice
+          std::uniform_int_distribution<int32_t> id(0, std::min(n, 20) - 1);
+          p.logit_bias = {{id(rng), 2.5f * normal(rng)}, {id(rng), -std::numeric_limits<float>::infinity()}};
+          p.logit_bias.push_back({p.logit_bias[0].first, 1.0f});
+          p.logit_bias.push_back({id(rng), 4.0f});
         }
         std::vector<float> row(static_cast<size_t>(n));
         const float scale = kind == 3 ? 0.05f : 3.0f;  // kind 3: nearly flat, the nucleus is most of the row
@@ -60,14 +79,9 @@ TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
           std::vector<float> copy = row;
           const int32_t want = host.Sample(copy.data()).id;
           std::vector<float> penalized = row;
-          if (p.penalties_on()) {
-            std::vector<std::pair<int32_t, float>> pairs;
-            device.DevicePenalties(&pairs);
-            std::vector<PenaltyEntry> entries;
-            for (const auto& [id, sub] : pairs) entries.push_back({id, sub});
-            ref::PenalizeRow(penalized.data(), RowPenalty{p.repeat_penalty, 0, static_cast<int32_t>(entries.size())},
-                             entries.data());
-          }
+          const std::vector<PenaltyEntry> entries = EntriesOf(device);
+          ref::PenalizeRow(penalized.data(), RowPenalty{p.repeat_penalty, 0, static_cast<int32_t>(entries.size())},
+                           entries.data());
           const Sampler::DeviceDraw d = device.NextDeviceDraw();
           const int32_t got = ref::DrawRow(penalized.data(), n, RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u});
           if (want == 0 && got == -1) continue;  // no number in the row: the Sampler's 0, the device's "none"
@@ -76,6 +90,7 @@ TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
           ++draws;
           host.Accept(want);  // the windows move on
           device.Accept(got);
+          biased += p.logit_bias.empty() ? 0 : 1;
           int32_t arg = 0;
           for (int32_t i = 1; i < n; ++i) arg = row[static_cast<size_t>(i)] > row[static_cast<size_t>(arg)] ? i : arg;
           distinct_from_argmax += got != arg;
@@ -84,7 +99,55 @@ TEST(DeviceDrawTest, RefDrawRowGivesTheSamplersTokens) {
     }
   }
   EXPECT_GT(draws, 1000);
+  EXPECT_GT(biased, 300);
   EXPECT_GT(distinct_from_argmax, 300);  // they were draws, not argmaxes
+}
+
+// A bias moves the draw: a token with a large bias is drawn (nearly) always; a banned token never.
+TEST(DeviceDrawTest, BiasOnTheDeviceMovesTheDraw) {
+  const int32_t n = 500;
+  std::vector<float> row(n, 0.0f);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.logit_bias = {{123, 30.0f}, {7, -std::numeric_limits<float>::infinity()}};
+  Sampler s = Make(p, n);
+  const std::vector<PenaltyEntry> entries = EntriesOf(s);
+  ASSERT_EQ(entries.size(), 2u);
+  ref::PenalizeRow(row.data(), RowPenalty{1.0f, 0, 2}, entries.data());
+  EXPECT_EQ(row[123], 30.0f);
+  EXPECT_EQ(row[7], -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < 20; ++i) {
+    const Sampler::DeviceDraw d = s.NextDeviceDraw();
+    EXPECT_EQ(ref::DrawRow(row.data(), n, RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u}), 123);
+  }
+}
+
+// A token listed twice gets the sum of its biases, once; params() lists each token once in id order.
+TEST(DeviceDrawTest, RepeatedBiasIsMergedInIdOrder) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.repeat_penalty = 1.5f;
+  p.penalty_last_n = 4;
+  p.logit_bias = {{9, 1.0f}, {2, -1.0f}, {9, 0.5f}};
+  Sampler s = Make(p, 20);
+  ASSERT_EQ(s.params().logit_bias.size(), 2u);
+  EXPECT_EQ(s.params().logit_bias[0], std::make_pair(int32_t{2}, -1.0f));
+  EXPECT_EQ(s.params().logit_bias[1], std::make_pair(int32_t{9}, 1.5f));
+  s.Accept(9);
+  s.Accept(4);
+  std::vector<Sampler::DeviceAdjustment> a;
+  s.DeviceAdjustments(&a);
+  ASSERT_EQ(a.size(), 3u);  // 2 (bias), 9 (bias and penalty), 4 (penalty)
+  EXPECT_TRUE(a[0].id == 2 && a[0].biased && !a[0].penalized);
+  EXPECT_TRUE(a[1].id == 9 && a[1].biased && a[1].penalized && a[1].bias == 1.5f);
+  EXPECT_TRUE(a[2].id == 4 && !a[2].biased && a[2].penalized);
+  std::vector<float> host(20, 2.0f), device(20, 2.0f);
+  s.Sample(host.data());  // leaves the adjusted row
+  const std::vector<PenaltyEntry> entries = EntriesOf(s);
+  ref::PenalizeRow(device.data(), RowPenalty{p.repeat_penalty, 0, static_cast<int32_t>(entries.size())},
+                   entries.data());
+  EXPECT_EQ(device, host);
+  EXPECT_EQ(host[9], (2.0f + 1.5f) / 1.5f);
 }
 
 TEST(DeviceDrawTest, GreedyRowsAndRowsWithoutNumbers) {
@@ -143,7 +206,7 @@ TEST(DeviceDrawTest, WhichSamplersDrawOnTheDevice) {
   p.penalty_last_n = -1;
   Sampler penalized = Make(p, 5000);
   EXPECT_TRUE(penalized.TakesDeviceDraw());  // penalties applied on the device first
-  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDevicePenaltyTokens); ++id) penalized.Accept(id);
+  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDeviceAdjustedTokens); ++id) penalized.Accept(id);
   EXPECT_FALSE(penalized.TakesDeviceDraw());  // too many distinct tokens in the window
   p.repeat_penalty = 1.0f;
   p.typical_p = 0.9f;
@@ -156,8 +219,16 @@ TEST(DeviceDrawTest, WhichSamplersDrawOnTheDevice) {
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
   p.logprobs = false;
   p.n_probs = 0;
-  p.logit_bias = {{3, 1.0f}};
-  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());
+  p.logit_bias = {{3, 1.0f}, {4, -std::numeric_limits<float>::infinity()}};
+  EXPECT_TRUE(Make(p, 100).TakesDeviceDraw());  // the bias applied on the device first
+  p.logit_bias.clear();
+  for (int32_t id = 0; id < 100; ++id) p.logit_bias.push_back({id, -std::numeric_limits<float>::infinity()});
+  EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());  // every token banned: the host's token 0
+  p.logit_bias.clear();
+  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDeviceAdjustedTokens); ++id) {
+    p.logit_bias.push_back({id, 1.0f});
+  }
+  EXPECT_FALSE(Make(p, 5000).TakesDeviceDraw());  // too many biased tokens
   p.logit_bias.clear();
   p.temperature = 0.0f;  // greedy: the argmax path
   EXPECT_FALSE(Make(p, 100).TakesDeviceDraw());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <random>
 
@@ -106,7 +107,11 @@ void ExpectCancelledPrefix(const Outcome& got, const Outcome& want, size_t i) {
 // Runs the workload both ways and compares every request's events.
 RunResult ExpectSameAsUnpipelined(const EngineSetup& setup, const std::vector<Arrival>& arrivals,
                                   const std::vector<Cancellation>& cancels = {}) {
+  // The reference samples on the host (HERD_DEVICE_ARGMAX=0 keeps a GPU backend's rows there
+  // too; an unpipelined host backend does anyway).
+  setenv("HERD_DEVICE_ARGMAX", "0", 1);
   const RunResult plain = RunWorkload(setup, EngineOptions::Pipeline::kOff, arrivals, cancels);
+  unsetenv("HERD_DEVICE_ARGMAX");
   const RunResult piped = RunWorkload(setup, EngineOptions::Pipeline::kOn, arrivals, cancels);
   EXPECT_EQ(plain.stats.queued_steps, 0);
   EXPECT_GT(piped.stats.queued_steps, 0) << "nothing was pipelined: the comparison would be vacuous";
@@ -264,13 +269,13 @@ TEST(EnginePipelineTest, FullRowDrawsGiveTheHostSamplersTokens) {
   EXPECT_EQ(r.stats.host_sampled_rows, 0);
 }
 
-// Repetition penalties (repeat, frequency, presence; windows of 8 and 64 tokens and the whole
-// history) are applied on the "device" before its argmax, top-k or draw (Backend::PenalizeRows):
-// greedy, top-k and full-row requests with penalties, alone or with top-k and full-row draws in
-// the same passes (StepOutput::topk_with_draws), give the host Sampler's tokens, and no row is
-// sampled on the host. Those passes are not queued; the greedy request without
-// penalties, which runs on alone, is.
-TEST(EnginePipelineTest, PenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
+// Logit bias (bans, a token listed twice) and repetition penalties (repeat, frequency, presence;
+// windows of 8 and 64 tokens and the whole history) are applied on the "device" before its
+// argmax, top-k or draw (Backend::PenalizeRows): greedy, top-k and full-row requests with them,
+// alone or with top-k and full-row draws in the same passes (StepOutput::topk_with_draws), give
+// the host Sampler's tokens, and no row is sampled on the host. Those passes are not queued; the
+// greedy request without either, which runs on alone, is.
+TEST(EnginePipelineTest, BiasAndPenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
   const int last_ns[] = {64, 8, -1};
   for (const int kind : {0, 1, 2}) {  // full-row draws; top-k draws; both in the same passes
     SCOPED_TRACE("kind " + std::to_string(kind));
@@ -284,11 +289,19 @@ TEST(EnginePipelineTest, PenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
       r.sampling.presence_penalty = i % 4 == 2 ? 0.3f : 0.1f;
       r.sampling.penalty_last_n = last_ns[i % 3];
       r.sampling.seed = 2000 + static_cast<uint64_t>(i);
+      if (i % 3 != 2) {
+        const int32_t favoured = r.prompt[static_cast<size_t>(i)], banned = r.prompt[0];
+        r.sampling.logit_bias = {{favoured, 1.5f}, {banned, -INFINITY}, {favoured, 0.25f}};
+      }
       a.push_back({i % 2, r});
     }
-    a.push_back({0, Greedy(Prompt(15, 500, Vocab()), 60)});  // no penalties; runs on alone at the end
+    GenerationRequest biased = Greedy(Prompt(11, 450, Vocab()), 10);  // greedy, a bias alone
+    biased.sampling.logit_bias = {{42, 100.0f}};
+    a.push_back({0, biased});
+    a.push_back({0, Greedy(Prompt(15, 500, Vocab()), 60)});  // neither; runs on alone at the end
     const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {});
     EXPECT_EQ(r.stats.host_sampled_rows, 0);
+    EXPECT_EQ(r.outcomes[9].tokens.at(0), std::vector<int32_t>(10, 42));
   }
 }
 

@@ -56,14 +56,12 @@ bool TopCandidatesDraw(const Sequence& s) {
 }
 
 // True when the sequence decodes greedily with what the device can do besides the argmax —
-// repetition penalties (Sampler::PenaltiesFitDevice), logprobs (LogprobsFitDevice) — and needs
-// nothing else of its row on the host.
+// logit bias and repetition penalties (Sampler::AdjustmentsFitDevice), logprobs
+// (LogprobsFitDevice) — and needs nothing else of its row on the host.
 bool DeviceGreedy(const Sequence& s) {
   if (!s.sampler || s.constraint != nullptr) return false;
   const SamplingParams& p = s.sampler->params();
-  if (!p.greedy() || !s.sampler->PenaltiesFitDevice() || !p.logit_bias.empty() || !s.sampler->LogprobsFitDevice()) {
-    return false;
-  }
+  if (!p.greedy() || !s.sampler->AdjustmentsFitDevice() || !s.sampler->LogprobsFitDevice()) return false;
   return !(s.index == 0 && s.request != nullptr && !s.request->forked && s.request->request.n > 1);
 }
 
@@ -134,12 +132,12 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   // drawn from its full row (the draw's uniform is taken from the sampler now); each row's top-k
   // candidates when every one is greedy or samples from a small top_k (plus the drawn ids when
   // full-row draws ride along); with penalties and logprobs the device can handle
-  // (DeviceGreedy, Sampler::PenaltiesFitDevice / LogprobsFitDevice); else the logits.
+  // (DeviceGreedy, Sampler::AdjustmentsFitDevice / LogprobsFitDevice); else the logits.
   static_assert(Sampler::kMaxDeviceTopLogprobs <= Backend::kMaxTopK);
   b.argmax_only = device_argmax_ && !out->sampled.empty();
   bool top_ok = b.argmax_only, full_ok = b.argmax_only, mixed_ok = b.argmax_only;
   int32_t top_k = 1;
-  bool penalized = false, want_logprobs = false;
+  bool adjusted = false, want_logprobs = false;
   int32_t n_probs = 0;
   for (const Sequence* s : out->sampled) {
     const bool greedy = PlainGreedy(*s);
@@ -151,7 +149,8 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
     full_ok = full_ok && (greedy || greedy_on_device || full_row);
     mixed_ok = mixed_ok && (greedy || greedy_on_device || draws || full_row);
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
-    penalized = penalized || (s->sampler && s->sampler->params().penalties_on());
+    adjusted =
+        adjusted || (s->sampler && (s->sampler->params().penalties_on() || !s->sampler->params().logit_bias.empty()));
     if (s->sampler) {
       const SamplingParams& p = s->sampler->params();
       want_logprobs = want_logprobs || p.logprobs || p.n_probs > 0;
@@ -179,23 +178,28 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
       b.draws[i] = RowDraw{d.temperature, d.top_p, d.min_p, 0.0f, d.u};
     }
   }
-  // Repetition penalties go with the rows to the device, which applies them before the argmax,
-  // draw or top-k. Each window must hold the sequence's latest token, so such passes are not
-  // queued (a sequence with penalties is then never behind a queued pass: its tokens are known).
+  // Logit bias and repetition penalties go with the rows to the device, which applies them before
+  // the argmax, draw or top-k. Each window must hold the sequence's latest token, so such passes
+  // are not queued (a sequence with penalties is then never behind a queued pass: its tokens are
+  // known).
   b.penalties.clear();
   b.penalty_entries.clear();
-  if (penalized && (b.argmax_only || b.top_k > 0)) {
+  if (adjusted && (b.argmax_only || b.top_k > 0)) {
     b.penalties.resize(out->sampled.size());
-    std::vector<std::pair<int32_t, float>>& pairs = penalty_scratch_;
+    std::vector<Sampler::DeviceAdjustment>& adjustments = adjustment_scratch_;
     for (size_t i = 0; i < out->sampled.size(); ++i) {
       const Sampler& sampler = *out->sampled[i]->sampler;
+      const SamplingParams& p = sampler.params();
       RowPenalty& row = b.penalties[i];
       row.begin = row.end = static_cast<int32_t>(b.penalty_entries.size());
-      if (!sampler.params().penalties_on()) continue;
-      pairs.clear();
-      sampler.DevicePenalties(&pairs);
-      for (const auto& [id, sub] : pairs) b.penalty_entries.push_back(PenaltyEntry{id, sub});
-      row.repeat = sampler.params().repeat_penalty;
+      if (!p.penalties_on() && p.logit_bias.empty()) continue;
+      adjustments.clear();
+      sampler.DeviceAdjustments(&adjustments);
+      for (const Sampler::DeviceAdjustment& a : adjustments) {
+        const uint32_t flags = (a.biased ? PenaltyEntry::kBiased : 0u) | (a.penalized ? PenaltyEntry::kPenalized : 0u);
+        b.penalty_entries.push_back(PenaltyEntry{a.id, a.subtrahend, a.bias, flags});
+      }
+      row.repeat = p.penalties_on() ? p.repeat_penalty : 1.0f;
       row.end = static_cast<int32_t>(b.penalty_entries.size());
     }
   }

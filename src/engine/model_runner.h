@@ -19,6 +19,7 @@
 #include "kv/kv_cache.h"
 #include "kv/kv_cache_manager.h"
 #include "model/model.h"
+#include "sampling/sampler.h"
 
 namespace herd {
 
@@ -33,8 +34,8 @@ struct EmbeddedChunk {
 struct StepOutput {
   std::vector<Sequence*> sampled;  // sequences whose logits were computed, in chunk order
   std::vector<float> logits;       // [sampled.size(), n_vocab]; empty when argmax_only
-  // Every sampled sequence decodes greedily with nothing that needs its logits (no penalties,
-  // logit_bias, logprobs, constraint or n > 1 fork), or some draw from their full rows
+  // Every sampled sequence decodes greedily (logit bias, penalties and logprobs only as the device
+  // takes them; no constraint or n > 1 fork), or some draw from their full rows
   // (Sampler::TakesDeviceDraw): the device returned only argmax[i], the argmax or the drawn id.
   bool argmax_only = false;
   std::vector<int32_t> argmax;  // [sampled.size()] when argmax_only
@@ -81,7 +82,7 @@ class ModelRunner {
   int32_t n_vocab() const { return n_vocab_; }
 
  private:
-  std::vector<std::pair<int32_t, float>> penalty_scratch_;  // one sequence's (token, subtrahend)
+  std::vector<Sampler::DeviceAdjustment> adjustment_scratch_;  // one sequence's bias and penalties
   Model* model_;
   KvCache* cache_;
   KvCacheManager* kv_;

@@ -116,8 +116,8 @@ class Backend {
   // memory. Sampling on the device without top-k: only the ids travel back. Default: a host
   // loop over ref::DrawRow (host backends); every backend gives the same ids.
   virtual void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids);
-  // Row r of x: [n_rows, n_cols] penalized in place by penalties[r] over entries (kernels/draw.h;
-  // the Sampler's repetition penalties, before TopKRows / DrawRows / ArgMaxRows). All in this
+  // Row r of x: [n_rows, n_cols] adjusted in place by penalties[r] over entries (kernels/draw.h;
+  // the Sampler's logit bias and repetition penalties, before TopKRows / DrawRows / ArgMaxRows). All in this
   // backend's memory. Default: a host loop over ref::PenalizeRow.
   virtual void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* penalties,
                             const PenaltyEntry* entries);

@@ -1,5 +1,6 @@
 // Drawing a token from a full row of logits (sampling on the device): the semantics of
-// herd::Sampler for a draw without top-k, typical-p, penalties or logit bias — nucleus (top_p)
+// herd::Sampler for a draw without top-k or typical-p (logit bias and penalties are applied to
+// the row first: PenalizeRow) — nucleus (top_p)
 // in "more likely first" order (higher logit, then lower id), then min_p, then the temperature,
 // then the inverse CDF in id order at a uniform u the caller drew. Only the chosen id leaves the
 // device; Backend::DrawRows runs it per logit row.
@@ -32,22 +33,33 @@ struct RowDraw {
 
 constexpr int kDrawFracBits = 60;
 
-// Repetition penalties on the device (herd::Sampler's ApplyPenalties, before the top-k or the
-// draw): row r's entries [begin, end) of a flat list each name a token and the amount its
-// logit loses; with repeat != 1 the logit is first divided (positive) or multiplied (not) by it.
+// Logit bias and repetition penalties on the device (herd::Sampler's ApplyLogitBias then
+// ApplyPenalties, before the top-k or the draw): row r's entries [begin, end) of a flat list each
+// name a token (distinct within a row) and what happens to its logit: the request's bias is
+// added (kBiased), then the penalty (kPenalized): with repeat != 1 the logit is divided
+// (positive) or multiplied (not) by it, then it loses `subtrahend`.
 struct RowPenalty {
   float repeat = 1.0f;
   int32_t begin = 0, end = 0;
   int32_t reserved = 0;
 };
 struct PenaltyEntry {
+  static constexpr uint32_t kBiased = 1, kPenalized = 2;
   int32_t id = 0;
   float subtrahend = 0.0f;
+  float bias = 0.0f;  // finite or -inf (bans the token)
+  uint32_t flags = kPenalized;
 };
 // The penalized logit, rounded per operation as the Sampler computes it.
 HERD_DRAW_HD inline float PenalizeLogit(float l, float repeat, float subtrahend) {
   if (repeat != 1.0f) l = l > 0.0f ? l / repeat : l * repeat;
   return l - subtrahend;
+}
+// The logit after entry e (bias, then penalty), rounded per operation as the Sampler computes it.
+HERD_DRAW_HD inline float AdjustLogit(float l, float repeat, const PenaltyEntry& e) {
+  if ((e.flags & PenaltyEntry::kBiased) != 0) l += e.bias;
+  if ((e.flags & PenaltyEntry::kPenalized) != 0) l = PenalizeLogit(l, repeat, e.subtrahend);
+  return l;
 }
 
 // Order-preserving map of a float (not NaN) to uint32: a > b <=> DrawKey(a) > DrawKey(b).
@@ -104,7 +116,7 @@ int32_t DrawRow(const float* x, int64_t n, const RowDraw& d);
 // log_z -inf.
 RowLogprobStats LogprobStatsOfRow(const float* x, int64_t n, int32_t id);
 
-// x[p.begin .. p.end entries' ids] penalized in place (PenalizeLogit); ids distinct, < n.
+// x[p.begin .. p.end entries' ids] adjusted in place (AdjustLogit); ids distinct, < n.
 void PenalizeRow(float* x, const RowPenalty& p, const PenaltyEntry* entries);
 
 }  // namespace ref

@@ -75,9 +75,11 @@ Status ForwardBatch::Validate(int32_t n_vocab, int32_t block_size, int32_t n_blo
       }
     }
     for (const PenaltyEntry& e : penalty_entries) {
-      if (e.id < 0 || e.id >= n_vocab || !std::isfinite(e.subtrahend)) {
+      if (e.id < 0 || e.id >= n_vocab || !std::isfinite(e.subtrahend) || std::isnan(e.bias) || e.bias == INFINITY ||
+          (e.flags & ~(PenaltyEntry::kBiased | PenaltyEntry::kPenalized)) != 0) {
         return InvalidArgument(
-            StrFormat("bad penalty entry: token %d (vocabulary %d), subtrahend %g", e.id, n_vocab, e.subtrahend));
+            StrFormat("bad penalty entry: token %d (vocabulary %d), subtrahend %g, bias %g, flags %u", e.id, n_vocab,
+                      e.subtrahend, e.bias, e.flags));
       }
     }
   }

@@ -41,8 +41,8 @@ struct ForwardBatch {
   // with top_k they follow the candidates in `argmax` ([n_rows * top_k] candidates, then
   // [n_rows] drawn ids).
   std::vector<RowDraw> draws;
-  // Repetition penalties on the device (with argmax_only or top_k): when not empty
-  // ([logit_rows.size()]), each logit row is penalized by penalties[r] over penalty_entries
+  // Logit bias and repetition penalties on the device (with argmax_only or top_k): when not empty
+  // ([logit_rows.size()]), each logit row is adjusted by penalties[r] over penalty_entries
   // (Backend::PenalizeRows) before its argmax, draw or top-k.
   std::vector<RowPenalty> penalties;
   std::vector<PenaltyEntry> penalty_entries;

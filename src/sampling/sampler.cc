@@ -44,7 +44,22 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab, uint64_t seed)
       n_vocab_(n_vocab),
       seed_(seed),
       rng_(seed),
-      history_(params.penalties_on() ? params.penalty_last_n : 0) {}
+      history_(params.penalties_on() ? params.penalty_last_n : 0) {
+  // One bias per token, in id order (a stable sort keeps a repeated token's biases in request order).
+  std::vector<std::pair<int32_t, float>>& bias = params_.logit_bias;
+  std::stable_sort(bias.begin(), bias.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  size_t kept = 0, banned = 0;
+  for (size_t i = 0; i < bias.size(); ++i) {
+    if (kept > 0 && bias[kept - 1].first == bias[i].first) {
+      bias[kept - 1].second += bias[i].second;
+    } else {
+      bias[kept++] = bias[i];
+    }
+  }
+  bias.resize(kept);
+  for (const auto& [id, b] : bias) banned += b == -std::numeric_limits<float>::infinity() ? 1 : 0;
+  bias_bans_all_ = banned == static_cast<size_t>(n_vocab);
+}
 
 double Sampler::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
 
@@ -104,28 +119,46 @@ SampledToken Sampler::FinishDeviceToken(int32_t id, float id_logit, double log_z
   return out;
 }
 
-bool Sampler::PenaltiesFitDevice() const {
-  return !params_.penalties_on() || history_.counts().size() <= kMaxDevicePenaltyTokens;
+bool Sampler::AdjustmentsFitDevice() const {
+  const size_t window = params_.penalties_on() ? history_.counts().size() : 0;
+  return !bias_bans_all_ && params_.logit_bias.size() + window <= kMaxDeviceAdjustedTokens;
 }
 
-void Sampler::DevicePenalties(std::vector<std::pair<int32_t, float>>* out) const {
+void Sampler::DeviceAdjustments(std::vector<DeviceAdjustment>* out) const {
   const SamplingParams& p = params_;
-  HERD_CHECK(p.penalties_on());
+  const auto& bias = p.logit_bias;  // in id order (the constructor)
+  const bool penalties = p.penalties_on();
+  for (const auto& [id, b] : bias) {
+    DeviceAdjustment a{id, true, b, false, 0.0f};
+    if (penalties) {
+      const auto it = history_.counts().find(id);
+      if (it != history_.counts().end()) {
+        a.penalized = true;
+        a.subtrahend = PenaltySubtrahend(it->second, p.frequency_penalty, p.presence_penalty);
+      }
+    }
+    out->push_back(a);
+  }
+  if (!penalties) return;
   for (const auto& [id, count] : history_.counts()) {
-    out->emplace_back(id, PenaltySubtrahend(count, p.frequency_penalty, p.presence_penalty));
+    const auto in_bias = std::lower_bound(bias.begin(), bias.end(), id,
+                                          [](const std::pair<int32_t, float>& e, int32_t v) { return e.first < v; });
+    if (in_bias != bias.end() && in_bias->first == id) continue;  // taken above
+    out->push_back(
+        DeviceAdjustment{id, false, 0.0f, true, PenaltySubtrahend(count, p.frequency_penalty, p.presence_penalty)});
   }
 }
 
 bool Sampler::TakesTopCandidates(int32_t max_k) const {
   const SamplingParams& p = params_;
-  return !p.greedy() && p.top_k > 0 && p.top_k <= max_k && p.top_k < n_vocab_ && p.logit_bias.empty() &&
-         PenaltiesFitDevice() && LogprobsFitDevice();
+  return !p.greedy() && p.top_k > 0 && p.top_k <= max_k && p.top_k < n_vocab_ && AdjustmentsFitDevice() &&
+         LogprobsFitDevice();
 }
 
 bool Sampler::TakesDeviceDraw() const {
   const SamplingParams& p = params_;
-  return !p.greedy() && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.typical_p >= 1.0f && p.logit_bias.empty() &&
-         PenaltiesFitDevice() && LogprobsFitDevice();
+  return !p.greedy() && (p.top_k <= 0 || p.top_k >= n_vocab_) && p.typical_p >= 1.0f && AdjustmentsFitDevice() &&
+         LogprobsFitDevice();
 }
 
 Sampler::DeviceDraw Sampler::NextDeviceDraw() {

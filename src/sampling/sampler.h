@@ -59,7 +59,9 @@ struct SampledToken {
 
 class Sampler {
  public:
-  // Validates params (see ValidateSamplingParams) and resolves kRandomSeed.
+  // Validates params (see ValidateSamplingParams) and resolves kRandomSeed. A token listed more
+  // than once in logit_bias gets the sum of its biases; params().logit_bias holds each token once,
+  // in id order.
   static Result<Sampler> Create(const SamplingParams& params, int32_t n_vocab);
 
   // Picks the next token from logits[0, n_vocab). The row is modified: on return it holds the
@@ -78,31 +80,37 @@ class Sampler {
   // first (at least n_probs of them where the row has that many numbers).
   SampledToken FinishDeviceToken(int32_t id, float id_logit, double log_z, std::span<const Candidate> top) const;
 
-  // Penalties a device can apply (DevicePenalties): none, or a window of at most this many
-  // distinct tokens.
-  static constexpr size_t kMaxDevicePenaltyTokens = 1024;
-  bool PenaltiesFitDevice() const;
-  // With penalties on: appends (token, subtrahend) for each distinct token of the window (see
-  // PenalizedLogit: logit = PenalizedLogit(logit, params().repeat_penalty, subtrahend)); what
-  // Sample applies to the row first. The caller's device penalizes the row with them before
-  // its top-k or draw.
-  void DevicePenalties(std::vector<std::pair<int32_t, float>>* out) const;
+  // Logit bias and penalties a device can apply (DeviceAdjustments): at most this many tokens
+  // between the bias and the penalty window's distinct tokens, and not every token banned.
+  static constexpr size_t kMaxDeviceAdjustedTokens = 1024;
+  bool AdjustmentsFitDevice() const;
+  // What Sample does to the row before it picks (logit bias, then penalties): one entry per token
+  // it changes (ids distinct). The caller's device adjusts the row with them (kernels/draw.h
+  // AdjustLogit, with params().repeat_penalty) before its argmax, top-k or draw.
+  struct DeviceAdjustment {
+    int32_t id;
+    bool biased;  // logit += bias first
+    float bias;
+    bool penalized;  // then logit = PenalizedLogit(logit, params().repeat_penalty, subtrahend)
+    float subtrahend;
+  };
+  void DeviceAdjustments(std::vector<DeviceAdjustment>* out) const;
 
   // Whether SampleTopCandidates can stand in for Sample: a non-greedy draw with 0 < top_k <=
-  // max_k (top_k < n_vocab) and nothing that needs the whole row on the host (logit bias;
-  // penalties only as PenaltiesFitDevice, logprobs as LogprobsFitDevice).
+  // max_k (top_k < n_vocab) and nothing that needs the whole row on the host (logit bias and
+  // penalties only as AdjustmentsFitDevice, logprobs as LogprobsFitDevice).
   bool TakesTopCandidates(int32_t max_k) const;
   // Sample for such a sampler from the row's most likely tokens instead of the row: `top` holds
   // at least min(top_k, number of finite logits) of them, most likely first (MoreLikely: higher
   // logit, lower id on ties; no -inf or NaN), e.g. a device's top-k pass — taken after the
-  // penalties (DevicePenalties) when they are on. Consumes one draw and returns what Sample(row)
+  // bias and penalties (DeviceAdjustments) when they are on. Consumes one draw and returns what Sample(row)
   // would return, bit for bit.
   SampledToken SampleTopCandidates(std::span<const Candidate> top);
 
   // Whether a device can draw for this sampler from the full row (Backend::DrawRows, whose
   // semantics are this class's): a non-greedy draw without top-k (top_k 0 or >= n_vocab),
-  // typical-p or logit bias; penalties only as PenaltiesFitDevice (the device applies
-  // DevicePenalties first), logprobs as LogprobsFitDevice.
+  // typical-p; logit bias and penalties only as AdjustmentsFitDevice (the device applies
+  // DeviceAdjustments first), logprobs as LogprobsFitDevice.
   bool TakesDeviceDraw() const;
   // What such a draw needs, consuming one draw (as Sample does): the caller's device picks the
   // token with it; Accept that token as usual.
@@ -139,6 +147,7 @@ class Sampler {
   uint64_t seed_;
   std::mt19937_64 rng_;
   TokenHistory history_;
+  bool bias_bans_all_ = false;      // logit_bias is -inf for every token
   std::vector<Candidate> scratch_;  // candidate list reused across steps
   std::vector<Candidate> work_;     // scratch of typical-p / top-p
 };

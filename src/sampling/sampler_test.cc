@@ -107,7 +107,7 @@ TEST(SamplerTest, TopCandidatesGiveTheSameTokensAsTheRow) {
   pen.penalty_last_n = -1;  // the whole history
   Sampler penalized = Make(pen, 5000);
   EXPECT_TRUE(penalized.TakesTopCandidates(64));  // the device applies the penalties first
-  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDevicePenaltyTokens); ++id) penalized.Accept(id);
+  for (int32_t id = 0; id <= static_cast<int32_t>(Sampler::kMaxDeviceAdjustedTokens); ++id) penalized.Accept(id);
   EXPECT_FALSE(penalized.TakesTopCandidates(64));  // a window too wide for the device
   SamplingParams lp = Seeded(1);
   lp.top_k = 40;
@@ -119,7 +119,10 @@ TEST(SamplerTest, TopCandidatesGiveTheSameTokensAsTheRow) {
   SamplingParams bias = Seeded(1);
   bias.top_k = 40;
   bias.logit_bias = {{3, 1.0f}};
-  EXPECT_FALSE(Make(bias, 500).TakesTopCandidates(64));
+  EXPECT_TRUE(Make(bias, 500).TakesTopCandidates(64));  // the device applies the bias first
+  bias.logit_bias.clear();
+  for (int32_t id = 0; id < 500; ++id) bias.logit_bias.push_back({id, -INFINITY});
+  EXPECT_FALSE(Make(bias, 500).TakesTopCandidates(64));  // every token banned: the host's token 0
 }
 
 TEST(SamplerTest, SameSeedSameTokensDifferentSeedDifferentTokens) {

@@ -21,6 +21,7 @@ namespace {
 
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
+static_assert(kThreads == 32 * 32, "ExclusiveScan: 32 values per lane of one warp");
 
 __device__ __forceinline__ long long BlockMaxI(long long v, long long* scratch) {
   for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -31,6 +32,24 @@ __device__ __forceinline__ long long BlockMaxI(long long v, long long* scratch) 
   v = lane < kWarps ? scratch[lane] : -1;
   for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+}
+
+// Run by warp 0 alone: the kThreads values of `ranges` replaced by their exclusive prefix sums
+// (each lane scans 32 in order, then the lanes).
+__device__ __forceinline__ void ExclusiveScan(uint64_t* ranges, int lane) {
+  uint64_t local = 0;
+  for (int j = 0; j < 32; ++j) local += ranges[lane * 32 + j];
+  uint64_t incl = local;
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint64_t y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  uint64_t run = incl - local;
+  for (int j = 0; j < 32; ++j) {
+    const uint64_t v = ranges[lane * 32 + j];
+    ranges[lane * 32 + j] = run;
+    run += v;
+  }
 }
 
 // Pass-1 state: the largest number, the first index of the largest non-NaN value (ArgMaxRows),
@@ -161,13 +180,23 @@ __global__ void __launch_bounds__(kThreads)
         tie_last = s_tie_last;
       }
     }
-    if (cut && tie_last < 0) {  // the (-tie_last)-th entry at theta in id order: a serial walk (rare)
-      if (tid == 0) {
-        const int64_t j = -tie_last;
-        int64_t seen = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          const float v = row[i];
-          if (v > neg_inf && KeyOf(v) == theta && ++seen == j) {
+    if (cut && tie_last < 0) {  // the (-tie_last)-th entry at theta in id order
+      const int64_t j = -tie_last;
+      const int64_t chunk = (n + kThreads - 1) / kThreads;
+      const int64_t c0 = min(n, tid * chunk), c1 = min(n, c0 + chunk);
+      auto at_theta = [&](float v) { return v > neg_inf && KeyOf(v) == theta; };
+      uint64_t ties = 0;
+      for (int64_t i = c0; i < c1; ++i) ties += at_theta(row[i]) ? 1 : 0;
+      __syncthreads();  // every thread has read s_tie_last above before it is reused
+      range_sum[tid] = ties;
+      __syncthreads();
+      if (warp == 0) ExclusiveScan(range_sum, lane);
+      __syncthreads();
+      const int64_t before = static_cast<int64_t>(range_sum[tid]);
+      if (j > before && j <= before + static_cast<int64_t>(ties)) {  // exactly one thread
+        int64_t seen = before;
+        for (int64_t i = c0; i < c1; ++i) {
+          if (at_theta(row[i]) && ++seen == j) {
             s_tie_last = i;
             break;
           }
@@ -210,21 +239,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   range_sum[tid] = sum;
   __syncthreads();
-  if (warp == 0) {  // exclusive prefix of the 1024 ranges: each lane scans 32 in order, then the lanes
-    uint64_t local = 0;
-    for (int j = 0; j < 32; ++j) local += range_sum[lane * 32 + j];
-    uint64_t incl = local;
-    for (int o = 1; o < 32; o <<= 1) {
-      const uint64_t y = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += y;
-    }
-    uint64_t run = incl - local;
-    for (int j = 0; j < 32; ++j) {
-      const uint64_t v = range_sum[lane * 32 + j];
-      range_sum[lane * 32 + j] = run;
-      run += v;
-    }
-  }
+  if (warp == 0) ExclusiveScan(range_sum, lane);
   __syncthreads();
   const uint64_t u = static_cast<uint64_t>(d.u * static_cast<double>(uint64_t{1} << kDrawFracBits));
   const uint64_t before = range_sum[tid];
@@ -257,10 +272,14 @@ __global__ void __launch_bounds__(128)
   for (int32_t e = p.begin + static_cast<int32_t>(threadIdx.x); e < p.end; e += blockDim.x) {
     const PenaltyEntry pe = entries[e];
     float& l = x[r * n + pe.id];
-    // Rounded per operation (no contraction), as on the host.
+    // AdjustLogit, rounded per operation (no contraction) as on the host.
     float v = l;
-    if (p.repeat != 1.0f) v = v > 0.0f ? __fdiv_rn(v, p.repeat) : __fmul_rn(v, p.repeat);
-    l = __fsub_rn(v, pe.subtrahend);
+    if ((pe.flags & PenaltyEntry::kBiased) != 0) v = __fadd_rn(v, pe.bias);
+    if ((pe.flags & PenaltyEntry::kPenalized) != 0) {
+      if (p.repeat != 1.0f) v = v > 0.0f ? __fdiv_rn(v, p.repeat) : __fmul_rn(v, p.repeat);
+      v = __fsub_rn(v, pe.subtrahend);
+    }
+    l = v;
   }
 }
 

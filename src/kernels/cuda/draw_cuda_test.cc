@@ -105,7 +105,8 @@ TEST_F(CudaDrawTest, FrequenciesFollowTheDistribution) {
 
 // PenalizeRows on the device against the host default, bit for bit: rows with no entries, a
 // few, and 1,000 (more than a block's threads), repeat 1 (only the subtraction), > 1 and < 1,
-// on positive, negative and zero logits.
+// on positive, negative and zero logits; entries with a logit bias (finite or -inf) alone, with
+// the penalty, and penalties alone.
 TEST_F(CudaDrawTest, PenalizeRowsEqualsTheHostLoop) {
   std::unique_ptr<Backend> host = MakeReferenceBackend();
   std::mt19937 rng(23);
@@ -124,7 +125,12 @@ TEST_F(CudaDrawTest, PenalizeRowsEqualsTheHostLoop) {
     for (int32_t i = 0; i < cols; ++i) ids[static_cast<size_t>(i)] = i;
     std::shuffle(ids.begin(), ids.end(), rng);  // distinct ids
     for (int32_t e = 0; e < counts[r]; ++e) {
-      entries.push_back({ids[static_cast<size_t>(e)], static_cast<float>(rng() % 5) * 0.37f + 0.1f});
+      PenaltyEntry pe{ids[static_cast<size_t>(e)], static_cast<float>(rng() % 5) * 0.37f + 0.1f};
+      if (e % 3 != 0) {  // biased; of those, a third without the penalty; every 7th a ban
+        pe.bias = e % 7 == 0 ? -INFINITY : static_cast<float>(static_cast<int>(rng() % 21) - 10) * 0.61f;
+        pe.flags = PenaltyEntry::kBiased | (e % 3 == 1 ? PenaltyEntry::kPenalized : 0u);
+      }
+      entries.push_back(pe);
     }
     p.end = static_cast<int32_t>(entries.size());
   }

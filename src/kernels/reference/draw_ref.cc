@@ -133,7 +133,7 @@ RowLogprobStats LogprobStatsOfRow(const float* x, int64_t n, int32_t id) {
 void PenalizeRow(float* x, const RowPenalty& p, const PenaltyEntry* entries) {
   for (int32_t e = p.begin; e < p.end; ++e) {
     float& l = x[entries[e].id];
-    l = PenalizeLogit(l, p.repeat, entries[e].subtrahend);
+    l = AdjustLogit(l, p.repeat, entries[e]);
   }
 }
 
