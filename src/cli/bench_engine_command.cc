@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <vector>
@@ -48,7 +49,8 @@ struct BenchEngineOptions {
   float temperature = 0;  // 0: greedy
   int top_k = 0;          // with temperature > 0: top-k truncation (0: off)
   float top_p = 1;
-  float repeat_penalty = 1;  // != 1: every request penalizes repeats (its rows are sampled on the host)
+  float repeat_penalty = 1;  // != 1: every request penalizes repeats
+  int logit_bias = 0;        // > 0: every request biases this many random tokens (+-1, one banned)
   int sampling_threads = 0;  // EngineOptions::sampling_threads
   bool no_prefix_cache = false;
   bool no_coalesce = false;
@@ -131,6 +133,10 @@ void RunBenchEngine(const BenchEngineOptions& o) {
     r.sampling.top_k = o.top_k;
     r.sampling.top_p = o.top_p;
     r.sampling.repeat_penalty = o.repeat_penalty;
+    for (int i = 0; i < o.logit_bias; ++i) {
+      const float bias = i == 0 ? -std::numeric_limits<float>::infinity() : (i % 2 == 0 ? 1.0f : -1.0f);
+      r.sampling.logit_bias.emplace_back(token(), bias);
+    }
     if (o.temperature > 0) r.sampling.seed = rng();  // greedy runs keep the prompts of earlier versions
     r.max_tokens = o.gen_len;
     r.ignore_eos = true;
@@ -310,6 +316,9 @@ void AddBenchEngineCommand(CLI::App& app) {
   cmd->add_option("--top-k", o->top_k, "Top-k of every request (0: off)")->capture_default_str();
   cmd->add_option("--top-p", o->top_p, "Top-p of every request (1: off)")->capture_default_str();
   cmd->add_option("--repeat-penalty", o->repeat_penalty, "Repeat penalty of every request (1: off)")
+      ->capture_default_str();
+  cmd->add_option("--logit-bias", o->logit_bias,
+                  "Bias this many random tokens in every request (+-1; the first is banned; 0: off)")
       ->capture_default_str();
   cmd->add_option("--sampling-threads", o->sampling_threads,
                   "Threads sampling rows on the host (0: up to 8; 1: the engine thread)")

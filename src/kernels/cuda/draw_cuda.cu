@@ -1,12 +1,16 @@
 // DrawRows (draw_cuda.h): the steps of ref::DrawRow with one 1024-thread block per row. Passes
-// over the row (strided, coalesced) give the max / argmax / count, the nucleus normalizer and
-// the temperature normalizer as double sums reduced in a fixed order; the nucleus threshold
-// comes from four 8-bit radix passes whose histograms hold fixed-point masses (uint64: the sums
-// do not depend on the order of the shared-memory atomics; lanes of a warp that fall into one
-// bin are summed first with __reduce_add_sync on three 21-bit pieces); the draw itself gives
-// each thread a contiguous range of ids, scans the ranges' fixed-point masses and lets the
-// thread whose range holds u walk it. Only expf and the order of the double sums differ from
-// the host reference: ids differ only where u or top_p falls within ~1e-7 of a boundary.
+// over the row (coalesced, kUnroll loads in flight per thread: a row is one SM's, so a pass is
+// bound by the loads one SM keeps in flight) give the max / argmax / count, the nucleus
+// normalizer and the temperature normalizer as double sums reduced in a fixed order; the nucleus
+// threshold comes from four 8-bit radix passes whose histograms hold fixed-point masses (uint64:
+// the sums do not depend on the order of the shared-memory atomics; lanes of a warp that fall
+// into one bin are summed first with __reduce_add_sync on three 21-bit pieces, into a histogram
+// of the warp's own, 64 KB of dynamic shared memory in all); the draw sums the
+// fixed-point masses of groups of 256 consecutive ids (one warp a group), scans the group sums in
+// id order and lets warp 0 walk the group that holds u. Only expf and the order of the double
+// sums differ from the host reference: ids differ only where u or top_p falls within ~1e-7 of a
+// boundary.
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -52,6 +56,39 @@ __device__ __forceinline__ void ExclusiveScan(uint64_t* ranges, int lane) {
   }
 }
 
+constexpr int kUnroll = 8;  // loads of a row in flight per thread
+// The draw's groups: kGroupIds consecutive ids, one warp each (kGroupIds / 32 per lane); rows of
+// more than kMaxGroups * kGroupIds ids take larger groups.
+constexpr int kGroupIds = 256;
+constexpr int kMaxGroups = 2 * kThreads;
+
+// Calls f(i, v) with v = row[i] for this thread's ids i = threadIdx.x + j * kThreads, in
+// increasing order, kUnroll loads in flight. Every lane of a warp makes the same calls (f may use
+// warp-synchronous intrinsics): ids past n come as -inf, with i >= n.
+template <typename F>
+__device__ __forceinline__ void ForEachOfThread(const float* __restrict__ row, int64_t n, F&& f) {
+  const int lane = threadIdx.x % 32;
+  for (int64_t base = threadIdx.x - lane; base < n; base += int64_t{kUnroll} * kThreads) {
+    float v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      const int64_t i = base + int64_t{k} * kThreads + lane;
+      v[k] = i < n ? row[i] : -INFINITY;
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) f(base + int64_t{k} * kThreads + lane, v[k]);
+  }
+}
+
+// Inclusive prefix sum over the lanes of a warp.
+__device__ __forceinline__ uint64_t WarpInclusiveSum(uint64_t v, int lane) {
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint64_t y = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += y;
+  }
+  return v;
+}
+
 // Pass-1 state: the largest number, the first index of the largest non-NaN value (ArgMaxRows),
 // the count of numbers (> -inf).
 struct Scan1 {
@@ -85,11 +122,17 @@ __global__ void __launch_bounds__(kThreads)
     DrawRowsKernel(const float* __restrict__ x, int64_t n, const RowDraw* __restrict__ draws,
                    int32_t* __restrict__ ids) {
   PdlTrigger();
+  // Each warp's nucleus histogram: its lanes' fixed-point masses per bin ([kWarps][256]; its own,
+  // so the atomics of different warps never meet on the few bins that hold most of a row).
+  extern __shared__ unsigned long long warp_mass[];
   __shared__ long long iscratch[kWarps];
   __shared__ Scan1 s1scratch[kWarps];
   __shared__ unsigned long long mass[256];
   __shared__ unsigned cnt[256];
   __shared__ uint64_t range_sum[kThreads];
+  __shared__ uint64_t group_sum[kMaxGroups];
+  __shared__ long long s_group;
+  __shared__ uint64_t s_before;
   __shared__ uint32_t s_prefix;
   __shared__ uint64_t s_above;
   __shared__ int s_chosen;
@@ -103,11 +146,11 @@ __global__ void __launch_bounds__(kThreads)
 
   // Pass 1.
   Scan1 s{neg_inf, -FLT_MAX, -1, 0};
-  for (int64_t i = tid; i < n; i += kThreads) {
-    const float v = row[i];
+  ForEachOfThread(row, n, [&](int64_t i, float v) {
+    if (i >= n) return;
     if (v == v && (s.best_i < 0 || v > s.best_v)) s.best_v = v, s.best_i = i;
     if (v > neg_inf) ++s.count, s.m = fmaxf(s.m, v);
-  }
+  });
   for (int o = 16; o > 0; o >>= 1) Merge(s, Shfl(s, o));
   if (lane == 0) s1scratch[warp] = s;
   __syncthreads();
@@ -125,21 +168,19 @@ __global__ void __launch_bounds__(kThreads)
   int64_t tie_last = n;
   if (d.top_p < 1.0f) {
     double part = 0.0;
-    for (int64_t i = tid; i < n; i += kThreads) {
-      const float v = row[i];
+    ForEachOfThread(row, n, [&](int64_t, float v) {
       if (v > neg_inf) part += static_cast<double>(expf(v - m));
-    }
+    });
     const double inv1 = 1.0 / BlockSum(part);
     const uint64_t target = DrawFixed(d.top_p);
     if (tid == 0) s_prefix = 0, s_above = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int b = tid; b < 256; b += kThreads) mass[b] = 0, cnt[b] = 0;
+      for (int b = tid; b < 256; b += kThreads) cnt[b] = 0;
+      for (int b = tid; b < kWarps * 256; b += kThreads) warp_mass[b] = 0;
       __syncthreads();
       const uint32_t prefix = s_prefix;
       const uint32_t hi = shift == 24 ? 0u : ~((1u << (shift + 8)) - 1u);
-      for (int64_t base = warp * 32; base < n; base += kThreads) {  // warp-uniform trip count
-        const int64_t i = base + lane;
-        const float v = i < n ? row[i] : neg_inf;
+      ForEachOfThread(row, n, [&](int64_t, float v) {  // every lane of the warp calls
         const uint32_t k = KeyOf(v);
         const bool in = v > neg_inf && (k & hi) == prefix;
         const unsigned active = __ballot_sync(0xffffffffu, in);
@@ -151,11 +192,18 @@ __global__ void __launch_bounds__(kThreads)
           const unsigned b = __reduce_add_sync(peers, static_cast<unsigned>((p >> 21) & 0x1FFFFFu));
           const unsigned c = __reduce_add_sync(peers, static_cast<unsigned>(p >> 42));
           if (lane == __ffs(peers) - 1) {
-            atomicAdd(&mass[bin], static_cast<unsigned long long>(a) + (static_cast<unsigned long long>(b) << 21) +
-                                      (static_cast<unsigned long long>(c) << 42));
-            atomicAdd(&cnt[bin], static_cast<unsigned>(__popc(peers)));
+            atomicAdd(&warp_mass[warp * 256 + bin], static_cast<unsigned long long>(a) +
+                                                        (static_cast<unsigned long long>(b) << 21) +
+                                                        (static_cast<unsigned long long>(c) << 42));
+            if (shift == 0) atomicAdd(&cnt[bin], static_cast<unsigned>(__popc(peers)));  // for the ties
           }
         }
+      });
+      __syncthreads();
+      for (int b = tid; b < 256; b += kThreads) {
+        unsigned long long sum = 0;
+        for (int w = 0; w < kWarps; ++w) sum += warp_mass[w * 256 + b];
+        mass[b] = sum;
       }
       __syncthreads();
       if (tid == 0) {
@@ -218,48 +266,91 @@ __global__ void __launch_bounds__(kThreads)
   const float mt = t != 1.0f ? m / t : m;
   auto weight = [&](float v) { return expf((t != 1.0f ? v / t : v) - mt); };
   double part = 0.0;
-  for (int64_t i = tid; i < n; i += kThreads) {
-    const float v = row[i];
+  ForEachOfThread(row, n, [&](int64_t i, float v) {
     if (kept(i, v)) part += static_cast<double>(weight(v));
-  }
+  });
   const double inv2 = 1.0 / BlockSum(part);
 
-  // The draw: thread t owns ids [t * chunk, (t + 1) * chunk).
-  const int64_t chunk = (n + kThreads - 1) / kThreads;
-  const int64_t c0 = min(n, tid * chunk), c1 = min(n, c0 + chunk);
-  uint64_t sum = 0;
+  // The draw, the inverse CDF in id order: ids in groups of g_ids consecutive ids (warp w sums
+  // groups w, w + 32, ...: lane l takes ids l, l + 32, ... of the group), the groups' fixed-point
+  // masses scanned in id order, then the warp-0 walk of the group holding u.
+  const int64_t per_lane =
+      n <= int64_t{kMaxGroups} * kGroupIds ? kGroupIds / 32 : (n + int64_t{32} * kMaxGroups - 1) / (32 * kMaxGroups);
+  const int64_t g_ids = 32 * per_lane;
+  const int64_t n_groups = (n + g_ids - 1) / g_ids;  // <= kMaxGroups
   long long last_positive = -1, last = -1;
-  for (int64_t i = c0; i < c1; ++i) {
-    const float v = row[i];
-    if (!kept(i, v)) continue;
-    const float p = static_cast<float>(static_cast<double>(weight(v)) * inv2);
-    sum += DrawFixed(p);
-    last = i;
-    if (p > 0.0f) last_positive = i;
+  for (int64_t g = warp; g < n_groups; g += kWarps) {
+    uint64_t sum = 0;
+    for (int64_t j0 = 0; j0 < per_lane; j0 += kUnroll) {
+      float v[kUnroll];
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        const int64_t i = g * g_ids + (j0 + k) * 32 + lane;
+        v[k] = j0 + k < per_lane && i < n ? row[i] : -INFINITY;
+      }
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k) {
+        const int64_t i = g * g_ids + (j0 + k) * 32 + lane;
+        if (!kept(i, v[k])) continue;
+        const float p = static_cast<float>(static_cast<double>(weight(v[k])) * inv2);
+        sum += DrawFixed(p);
+        last = max(last, static_cast<long long>(i));
+        if (p > 0.0f) last_positive = max(last_positive, static_cast<long long>(i));
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) group_sum[g] = sum;
   }
-  range_sum[tid] = sum;
+  if (tid == 0) s_group = -1;
+  __syncthreads();
+  // Thread t: groups 2t and 2t + 1.
+  const uint64_t sa = 2 * tid < n_groups ? group_sum[2 * tid] : 0;
+  const uint64_t sb = 2 * tid + 1 < n_groups ? group_sum[2 * tid + 1] : 0;
+  range_sum[tid] = sa + sb;
   __syncthreads();
   if (warp == 0) ExclusiveScan(range_sum, lane);
   __syncthreads();
   const uint64_t u = static_cast<uint64_t>(d.u * static_cast<double>(uint64_t{1} << kDrawFracBits));
   const uint64_t before = range_sum[tid];
-  if (sum > 0 && u >= before && u < before + sum) {  // exactly one thread
-    uint64_t cum = before;
-    for (int64_t i = c0; i < c1; ++i) {
-      const float v = row[i];
-      if (!kept(i, v)) continue;
-      cum += DrawShare(weight(v), inv2);
-      if (u < cum) {
-        ids[r] = static_cast<int32_t>(i);
-        break;
+  if (u >= before && u < before + sa) {  // at most one thread
+    s_group = 2 * tid;
+    s_before = before;
+  } else if (u >= before + sa && u < before + sa + sb) {
+    s_group = 2 * tid + 1;
+    s_before = before + sa;
+  }
+  __syncthreads();
+  const long long group = s_group;
+  if (group >= 0) {
+    if (warp == 0) {  // the first id of the group at which the mass passes u
+      uint64_t cum = s_before;
+      bool found = false;
+      for (int64_t j0 = 0; j0 < per_lane && !found; j0 += kUnroll) {
+        float v[kUnroll];
+#pragma unroll
+        for (int k = 0; k < kUnroll; ++k) {
+          const int64_t i = group * g_ids + (j0 + k) * 32 + lane;
+          v[k] = j0 + k < per_lane && i < n ? row[i] : -INFINITY;
+        }
+#pragma unroll
+        for (int k = 0; k < kUnroll; ++k) {
+          const int64_t i = group * g_ids + (j0 + k) * 32 + lane;
+          const uint64_t incl = WarpInclusiveSum(kept(i, v[k]) ? DrawShare(weight(v[k]), inv2) : 0, lane);
+          const unsigned hits = __ballot_sync(0xffffffffu, u < cum + incl);
+          if (hits != 0) {
+            if (lane == __ffs(hits) - 1) ids[r] = static_cast<int32_t>(i);
+            found = true;
+            break;
+          }
+          cum += __shfl_sync(0xffffffffu, incl, 31);
+        }
       }
     }
+  } else {  // u at or past the total mass (rounding): the last kept id with p > 0, else the last kept id
+    const long long lp = BlockMaxI(last_positive, iscratch);
+    const long long la = BlockMaxI(last, iscratch);
+    if (tid == 0) ids[r] = static_cast<int32_t>(lp >= 0 ? lp : la);
   }
-  // u at or past the total mass (rounding): the last kept id with p > 0, else the last kept id.
-  const uint64_t total_before_last = range_sum[kThreads - 1];
-  const long long lp = BlockMaxI(last_positive, iscratch);
-  const long long la = BlockMaxI(last, iscratch);
-  if (tid == kThreads - 1 && u >= total_before_last + sum) ids[r] = static_cast<int32_t>(lp >= 0 ? lp : la);
 }
 
 __global__ void __launch_bounds__(128)
@@ -293,7 +384,7 @@ __global__ void __launch_bounds__(kThreads)
   const float* row = x + r * n;
   const float neg_inf = -INFINITY;
   float m = neg_inf;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) m = row[i] > m ? row[i] : m;
+  ForEachOfThread(row, n, [&](int64_t, float v) { m = v > m ? v : m; });  // NaN never wins
   for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   if (threadIdx.x % 32 == 0) fscratch[threadIdx.x / 32] = m;
   __syncthreads();
@@ -301,10 +392,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int w = 1; w < kWarps; ++w) m = fmaxf(m, fscratch[w]);
   double part = 0.0;
   if (m > neg_inf) {
-    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-      const float v = row[i];
+    ForEachOfThread(row, n, [&](int64_t, float v) {
       if (v > neg_inf) part += static_cast<double>(expf(v - m));
-    }
+    });
   }
   const double sum = BlockSum(part);
   if (threadIdx.x == 0) {
@@ -337,7 +427,11 @@ void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* pe
 void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream) {
   if (n_rows <= 0) return;
   HERD_CHECK_MSG(n_rows <= 65535, "DrawRows: %lld rows (at most 65,535)", static_cast<long long>(n_rows));
-  LaunchPdl(DrawRowsKernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), 0, stream, x, n_cols, draws, ids);
+  constexpr size_t kWarpMassBytes = sizeof(unsigned long long) * kWarps * 256;
+  static std::atomic<uint64_t> raised{0};
+  RaiseDynamicSmem(DrawRowsKernel, int{kWarpMassBytes}, raised);
+  LaunchPdl(DrawRowsKernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), kWarpMassBytes, stream, x, n_cols,
+            draws, ids);
 }
 
 }  // namespace herd::cuda

@@ -12,9 +12,9 @@ namespace herd::cuda {
 
 // ids[r] = ref::DrawRow(x + r * n_cols, n_cols, draws[r]); x: [n_rows, n_cols] float, draws:
 // [n_rows], ids: [n_rows], all device memory. One block of 1024 threads per row (up to 65,535
-// rows); a greedy row reads x once, a draw 3 times (top_p = 1) or 8-9 times (top_p < 1, four
-// 8-bit radix passes for the nucleus). Programmatic dependent launch: x may come from the
-// kernel before.
+// rows); a greedy row reads x once, a draw 3 times (top_p = 1) or 8 times (top_p < 1, four
+// 8-bit radix passes for the nucleus), plus 256 ids for the walk. Programmatic dependent
+// launch: x may come from the kernel before.
 void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream);
 
 // ref::PenalizeRow on each row r of x: [n_rows, n_cols] with penalties[r] over entries; one

@@ -1,12 +1,13 @@
 // DrawRows on the device against the host default (Backend::DrawRows = ref::DrawRow per row):
 // the same ids for rows of random logits, of few distinct values (ties at the nucleus cut, where
 // the lower ids must be taken first), with NaN / -inf sprinkled, with a single number, none at
-// all, and at vocabulary widths 1 to 128256 (odd ones too), for greedy rows, plain temperature
+// all, and at vocabulary widths 1 to 600001 (odd ones too), for greedy rows, plain temperature
 // draws, top_p alone and with min_p, near-zero and near-one u.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -51,9 +52,12 @@ TEST_F(CudaDrawTest, DrawRowsEqualsTheHostReference) {
   std::unique_ptr<Backend> host = MakeReferenceBackend();
   std::mt19937 rng(11);
   int64_t drawn = 0;
-  for (int64_t cols : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{1000}, int64_t{4099}, int64_t{128256}}) {
+  // Widths around the draw's 256-id groups, and past 524,288 ids (larger groups: 9 and 10 ids a lane).
+  for (int64_t cols : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{255}, int64_t{257}, int64_t{1000}, int64_t{4099},
+                       int64_t{128256}, int64_t{524289}, int64_t{600001}}) {
+    if (cols >= 500000 && std::getenv("HERD_CUDA_TEST_QUICK") != nullptr) continue;  // sanitizer runs
     for (int kind = 0; kind < 6; ++kind) {
-      const int64_t rows = cols >= 100000 ? 21 : 42;
+      const int64_t rows = cols >= 500000 ? 7 : cols >= 100000 ? 21 : 42;
       std::vector<float> x = RandomNormal(static_cast<size_t>(rows * cols), 60 + kind, kind == 5 ? 0.3f : 3.f);
       for (size_t i = 0; i < x.size(); ++i) {
         if (kind == 1) x[i] = std::round(x[i]);  // ~15 distinct values: big ties
