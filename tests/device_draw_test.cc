@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -148,6 +149,27 @@ TEST(DeviceDrawTest, RepeatedBiasIsMergedInIdOrder) {
                    entries.data());
   EXPECT_EQ(device, host);
   EXPECT_EQ(host[9], (2.0f + 1.5f) / 1.5f);
+}
+
+// DrawFixed's integer arithmetic is the double product it stands for: every 61st float bit
+// pattern in [0, 2) and each exponent's first and last patterns.
+TEST(DeviceDrawTest, DrawFixedIsTheTruncatedDoubleProduct) {
+  auto reference = [](float p) {
+    return static_cast<uint64_t>(static_cast<double>(p) * static_cast<double>(uint64_t{1} << kDrawFracBits));
+  };
+  auto check = [&](uint32_t bits) {
+    float p;
+    std::memcpy(&p, &bits, sizeof(p));
+    ASSERT_EQ(DrawFixed(p), reference(p)) << "bits " << bits;
+  };
+  const uint32_t two = 0x40000000u;  // 2.0f
+  for (uint32_t b = 0; b < two; b += 61) check(b);
+  for (uint32_t e = 0; e < (two >> 23); ++e) {
+    check(e << 23);
+    check((e << 23) | 0x7FFFFFu);
+  }
+  EXPECT_EQ(DrawFixed(1.0f), uint64_t{1} << kDrawFracBits);
+  EXPECT_EQ(DrawFixed(-0.0f), 0u);
 }
 
 TEST(DeviceDrawTest, GreedyRowsAndRowsWithoutNumbers) {
