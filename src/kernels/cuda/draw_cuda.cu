@@ -4,9 +4,10 @@
 // normalizer and the temperature normalizer as double sums reduced in a fixed order; the nucleus
 // threshold comes from four 8-bit radix passes whose histograms hold fixed-point masses (uint64:
 // the sums do not depend on the order of the shared-memory atomics; each warp adds into a
-// histogram of its own, 64 KB of dynamic shared memory in all, summed per bin after the pass;
-// per-lane atomics there beat summing a warp's lanes per bin first with __match_any_sync and
-// __reduce_add_sync: 423 against 661 us for 128 rows of 128,256, H100); the draw sums the
+// histogram of its own, 64 KB of dynamic shared memory in all, summed per bin after the pass,
+// with per-lane 32-bit atomics on a low and a high word; per-lane atomics there beat summing a
+// warp's lanes per bin first with __match_any_sync and __reduce_add_sync: 423 against 661 us for
+// 128 rows of 128,256 on H100, with 64-bit atomics); the draw sums the
 // fixed-point masses of groups of 256 consecutive ids (one warp a group), scans the group sums in
 // id order and lets warp 0 walk the group that holds u. Only expf and the order of the double
 // sums differ from the host reference: ids differ only where u or top_p falls within ~1e-7 of a
@@ -123,9 +124,13 @@ __global__ void __launch_bounds__(kThreads)
     DrawRowsKernel(const float* __restrict__ x, int64_t n, const RowDraw* __restrict__ draws,
                    int32_t* __restrict__ ids) {
   PdlTrigger();
-  // Each warp's nucleus histogram: its lanes' fixed-point masses per bin ([kWarps][256]; its own,
-  // so the atomics of different warps never meet on the few bins that hold most of a row).
-  extern __shared__ unsigned long long warp_mass[];
+  // Each warp's nucleus histogram: its lanes' fixed-point masses per bin as low and high words
+  // ([kWarps][256] each; its own, so the atomics of different warps never meet on the few bins
+  // that hold most of a row). A high word holds its bin's sum >> 32: about 2^28 at most, as a
+  // row's shares sum to about 2^60.
+  extern __shared__ unsigned warp_words[];
+  unsigned* const warp_lo = warp_words;
+  unsigned* const warp_hi = warp_words + kWarps * 256;
   __shared__ long long iscratch[kWarps];
   __shared__ Scan1 s1scratch[kWarps];
   __shared__ unsigned long long mass[256];
@@ -177,7 +182,7 @@ __global__ void __launch_bounds__(kThreads)
     if (tid == 0) s_prefix = 0, s_above = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
       for (int b = tid; b < 256; b += kThreads) cnt[b] = 0;
-      for (int b = tid; b < kWarps * 256; b += kThreads) warp_mass[b] = 0;
+      for (int b = tid; b < kWarps * 256; b += kThreads) warp_lo[b] = 0, warp_hi[b] = 0;
       __syncthreads();
       const uint32_t prefix = s_prefix;
       const uint32_t hi = shift == 24 ? 0u : ~((1u << (shift + 8)) - 1u);
@@ -186,14 +191,23 @@ __global__ void __launch_bounds__(kThreads)
         const bool in = v > neg_inf && (k & hi) == prefix;
         if (in) {
           const uint32_t bin = (k >> shift) & 255u;
-          atomicAdd(&warp_mass[warp * 256 + bin], static_cast<unsigned long long>(DrawShare(expf(v - m), inv1)));
+          // A 64-bit add as two native 32-bit ones (a u64 shared atomicAdd is a compare-and-swap
+          // loop, which lanes of a warp on one bin retry): the low word's wrap carries into the
+          // high word, exactly, whatever the order.
+          const uint64_t share = DrawShare(expf(v - m), inv1);
+          const unsigned lo = static_cast<unsigned>(share), hi = static_cast<unsigned>(share >> 32);
+          const unsigned before = atomicAdd(&warp_lo[warp * 256 + bin], lo);
+          const unsigned carry = before + lo < before ? 1u : 0u;
+          if (hi + carry != 0) atomicAdd(&warp_hi[warp * 256 + bin], hi + carry);
           if (shift == 0) atomicAdd(&cnt[bin], 1u);
         }
       });
       __syncthreads();
       for (int b = tid; b < 256; b += kThreads) {
         unsigned long long sum = 0;
-        for (int w = 0; w < kWarps; ++w) sum += warp_mass[w * 256 + b];
+        for (int w = 0; w < kWarps; ++w) {
+          sum += (static_cast<unsigned long long>(warp_hi[w * 256 + b]) << 32) + warp_lo[w * 256 + b];
+        }
         mass[b] = sum;
       }
       __syncthreads();
@@ -418,7 +432,7 @@ void PenalizeRows(float* x, int64_t n_rows, int64_t n_cols, const RowPenalty* pe
 void DrawRows(const float* x, int64_t n_rows, int64_t n_cols, const RowDraw* draws, int32_t* ids, cudaStream_t stream) {
   if (n_rows <= 0) return;
   HERD_CHECK_MSG(n_rows <= 65535, "DrawRows: %lld rows (at most 65,535)", static_cast<long long>(n_rows));
-  constexpr size_t kWarpMassBytes = sizeof(unsigned long long) * kWarps * 256;
+  constexpr size_t kWarpMassBytes = 2 * sizeof(unsigned) * kWarps * 256;
   static std::atomic<uint64_t> raised{0};
   RaiseDynamicSmem(DrawRowsKernel, int{kWarpMassBytes}, raised);
   LaunchPdl(DrawRowsKernel, dim3(static_cast<unsigned>(n_rows)), dim3(kThreads), kWarpMassBytes, stream, x, n_cols,
