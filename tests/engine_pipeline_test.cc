@@ -305,6 +305,24 @@ TEST(EnginePipelineTest, BiasAndPenaltiesOnTheDeviceGiveTheHostSamplersTokens) {
   }
 }
 
+// Logit bias alone depends on no token: greedy and full-row draws with a bias (bans, a token
+// listed twice) run in queued passes and give the host Sampler's tokens.
+TEST(EnginePipelineTest, PassesWithBiasAloneAreQueued) {
+  std::vector<Arrival> a;
+  for (int i = 0; i < 6; ++i) {
+    GenerationRequest r = Greedy(Prompt(12 + 5 * i, 700 + i, Vocab()), 28);
+    r.sampling.temperature = i % 2 == 0 ? 0.0f : 0.9f;
+    r.sampling.top_p = i % 3 == 1 ? 0.8f : 1.0f;
+    r.sampling.seed = 4000 + static_cast<uint64_t>(i);
+    const int32_t favoured = r.prompt[static_cast<size_t>(i) + 1], banned = r.prompt[0];
+    r.sampling.logit_bias = {{favoured, 2.0f}, {banned, -INFINITY}, {favoured, 0.5f}};
+    a.push_back({i % 2, r});
+  }
+  const RunResult r = ExpectSameAsUnpipelined(EngineSetup{}, a, {});
+  EXPECT_GE(r.stats.queued_steps, 20);  // every decode step of the ~28
+  EXPECT_EQ(r.stats.host_sampled_rows, 0);
+}
+
 // Logprobs and top logprobs without the rows on the host (RowLogprobStats, the candidates):
 // greedy, top-k and full-row requests, some with penalties, asking for logprobs and 0-5 top
 // logprobs, get the host Sampler's tokens, and logprobs and top lists equal to its report

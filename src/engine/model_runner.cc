@@ -137,7 +137,7 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   b.argmax_only = device_argmax_ && !out->sampled.empty();
   bool top_ok = b.argmax_only, full_ok = b.argmax_only, mixed_ok = b.argmax_only;
   int32_t top_k = 1;
-  bool adjusted = false, want_logprobs = false;
+  bool adjusted = false, windowed = false, want_logprobs = false;
   int32_t n_probs = 0;
   for (const Sequence* s : out->sampled) {
     const bool greedy = PlainGreedy(*s);
@@ -149,8 +149,8 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
     full_ok = full_ok && (greedy || greedy_on_device || full_row);
     mixed_ok = mixed_ok && (greedy || greedy_on_device || draws || full_row);
     if (draws) top_k = std::max(top_k, s->sampler->params().top_k);
-    adjusted =
-        adjusted || (s->sampler && (s->sampler->params().penalties_on() || !s->sampler->params().logit_bias.empty()));
+    windowed = windowed || (s->sampler && s->sampler->params().penalties_on());
+    adjusted = adjusted || windowed || (s->sampler && !s->sampler->params().logit_bias.empty());
     if (s->sampler) {
       const SamplingParams& p = s->sampler->params();
       want_logprobs = want_logprobs || p.logprobs || p.n_probs > 0;
@@ -179,9 +179,9 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
     }
   }
   // Logit bias and repetition penalties go with the rows to the device, which applies them before
-  // the argmax, draw or top-k. Each window must hold the sequence's latest token, so such passes
-  // are not queued (a sequence with penalties is then never behind a queued pass: its tokens are
-  // known).
+  // the argmax, draw or top-k. Each penalty window must hold the sequence's latest token, so
+  // passes with penalties are not queued (a sequence with penalties is then never behind a queued
+  // pass: its tokens are known); a bias depends on no token, and passes with bias alone are.
   b.penalties.clear();
   b.penalty_entries.clear();
   if (adjusted && (b.argmax_only || b.top_k > 0)) {
@@ -213,7 +213,7 @@ Status ModelRunner::Execute(const SchedulerStep& step, StepOutput* out, bool que
   out->topk_ids.resize(rows * static_cast<size_t>(b.top_k) + (out->topk_with_draws ? rows : 0));
   out->topk_logits.resize(rows * static_cast<size_t>(b.top_k));
   out->logits.resize(b.argmax_only || b.top_k > 0 ? 0 : rows * static_cast<size_t>(n_vocab_));
-  if (queue && b.argmax_only && b.penalties.empty() && !b.logprob_stats && e.tokens.empty() && model_->CanQueue()) {
+  if (queue && b.argmax_only && !windowed && !b.logprob_stats && e.tokens.empty() && model_->CanQueue()) {
     HERD_RETURN_IF_ERROR(model_->QueueForward(b, cache_->layers()));
     out->queued = true;
     out->hidden.clear();
