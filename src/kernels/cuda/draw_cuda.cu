@@ -40,17 +40,21 @@ __device__ __forceinline__ long long BlockMaxI(long long v, long long* scratch) 
   return v;
 }
 
+// Inclusive prefix sum over the lanes of a warp.
+__device__ __forceinline__ uint64_t WarpInclusiveSum(uint64_t v, int lane) {
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint64_t y = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += y;
+  }
+  return v;
+}
+
 // Run by warp 0 alone: the kThreads values of `ranges` replaced by their exclusive prefix sums
 // (each lane scans 32 in order, then the lanes).
 __device__ __forceinline__ void ExclusiveScan(uint64_t* ranges, int lane) {
   uint64_t local = 0;
   for (int j = 0; j < 32; ++j) local += ranges[lane * 32 + j];
-  uint64_t incl = local;
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint64_t y = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += y;
-  }
-  uint64_t run = incl - local;
+  uint64_t run = WarpInclusiveSum(local, lane) - local;
   for (int j = 0; j < 32; ++j) {
     const uint64_t v = ranges[lane * 32 + j];
     ranges[lane * 32 + j] = run;
@@ -82,13 +86,15 @@ __device__ __forceinline__ void ForEachOfThread(const float* __restrict__ row, i
   }
 }
 
-// Inclusive prefix sum over the lanes of a warp.
-__device__ __forceinline__ uint64_t WarpInclusiveSum(uint64_t v, int lane) {
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint64_t y = __shfl_up_sync(0xffffffffu, v, o);
-    if (lane >= o) v += y;
+// Ids j0 .. j0 + kUnroll - 1 of this lane in the draw group starting at id `first` (lane l
+// takes first + 32 j + l for j < per_lane): ids[k] and v[k] = row[ids[k]], -inf past per_lane or n.
+__device__ __forceinline__ void LoadGroupIds(const float* __restrict__ row, int64_t n, int64_t first, int64_t j0,
+                                             int64_t per_lane, int lane, int64_t (&ids)[kUnroll], float (&v)[kUnroll]) {
+#pragma unroll
+  for (int k = 0; k < kUnroll; ++k) {
+    ids[k] = first + (j0 + k) * 32 + lane;
+    v[k] = j0 + k < per_lane && ids[k] < n ? row[ids[k]] : -INFINITY;
   }
-  return v;
 }
 
 // Pass-1 state: the largest number, the first index of the largest non-NaN value (ArgMaxRows),
@@ -287,15 +293,12 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t g = warp; g < n_groups; g += kWarps) {
     uint64_t sum = 0;
     for (int64_t j0 = 0; j0 < per_lane; j0 += kUnroll) {
+      int64_t at[kUnroll];
       float v[kUnroll];
+      LoadGroupIds(row, n, g * g_ids, j0, per_lane, lane, at, v);
 #pragma unroll
       for (int k = 0; k < kUnroll; ++k) {
-        const int64_t i = g * g_ids + (j0 + k) * 32 + lane;
-        v[k] = j0 + k < per_lane && i < n ? row[i] : -INFINITY;
-      }
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const int64_t i = g * g_ids + (j0 + k) * 32 + lane;
+        const int64_t i = at[k];
         if (!kept(i, v[k])) continue;
         const float p = static_cast<float>(static_cast<double>(weight(v[k])) * inv2);
         sum += DrawFixed(p);
@@ -331,15 +334,12 @@ __global__ void __launch_bounds__(kThreads)
       uint64_t cum = s_before;
       bool found = false;
       for (int64_t j0 = 0; j0 < per_lane && !found; j0 += kUnroll) {
+        int64_t at[kUnroll];
         float v[kUnroll];
+        LoadGroupIds(row, n, group * g_ids, j0, per_lane, lane, at, v);
 #pragma unroll
         for (int k = 0; k < kUnroll; ++k) {
-          const int64_t i = group * g_ids + (j0 + k) * 32 + lane;
-          v[k] = j0 + k < per_lane && i < n ? row[i] : -INFINITY;
-        }
-#pragma unroll
-        for (int k = 0; k < kUnroll; ++k) {
-          const int64_t i = group * g_ids + (j0 + k) * 32 + lane;
+          const int64_t i = at[k];
           const uint64_t incl = WarpInclusiveSum(kept(i, v[k]) ? DrawShare(weight(v[k]), inv2) : 0, lane);
           const unsigned hits = __ballot_sync(0xffffffffu, u < cum + incl);
           if (hits != 0) {
