@@ -173,4 +173,9 @@ inline void MakeSegs(std::span<const TensorView> ws, std::span<float* const> ys,
 // The float GEMV's share of SetGemvOptions (matmul_gemv_float.cu).
 void SetFloatGemvOptions(const GemvOptions& options);
 
+// Whether the current device's peak memory bandwidth (memory clock x bus width) is at least
+// 4 TB/s: H200 (4.8) yes, H100 SXM (3.35) no. Read once, on the first call (matmul_gemv_float.cu);
+// GEMV launch choices measured on both differ by it.
+bool HighBandwidthDevice();
+
 }  // namespace herd::cuda::internal::gemv

@@ -257,11 +257,32 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
       Oracle(type, Path::kTensorCore, w, s.n_out, s.n_in, x, s.n_tok, &y_or[1], &mag[1]);
       const double scale = std::sqrt(sq);
 
-      for (MatMulPath mp : {MatMulPath::kGemv, MatMulPath::kTensorCore, MatMulPath::kTensorCoreFused,
-                            MatMulPath::kTensorCoreCublas, MatMulPath::kAuto}) {
+      // Each path with the device's GEMV choices; float weights' GEMV also with each choice of
+      // vectors in flight and 4-warp row split (the two tunings of matmul_gemv_float.cu).
+      struct Run {
+        MatMulPath path;
+        int float_vectors;
+        int64_t float_split4_units;
+      };
+      std::vector<Run> runs = {{MatMulPath::kGemv, 0, -1},
+                               {MatMulPath::kTensorCore, 0, -1},
+                               {MatMulPath::kTensorCoreFused, 0, -1},
+                               {MatMulPath::kTensorCoreCublas, 0, -1},
+                               {MatMulPath::kAuto, 0, -1}};
+      if (!Traits(type).quantized) {
+        for (const int vectors : {2, 4})
+          for (const int64_t split4 : {0, 64}) runs.push_back({MatMulPath::kGemv, vectors, split4});
+      }
+      for (const Run& run : runs) {
+        const MatMulPath mp = run.path;
+        internal::GemvOptions gemv_options;
+        gemv_options.float_vectors = run.float_vectors;
+        gemv_options.float_split4_units = run.float_split4_units;
+        internal::SetGemvOptions(gemv_options);
         SCOPED_TRACE(std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) +
-                     " n_in=" + std::to_string(s.n_in) + " n_tok=" + std::to_string(s.n_tok) +
-                     " path=" + std::to_string(static_cast<int>(mp)));
+                     " n_in=" + std::to_string(s.n_in) + " n_tok=" + std::to_string(s.n_tok) + " path=" +
+                     std::to_string(static_cast<int>(mp)) + " float_vectors=" + std::to_string(run.float_vectors) +
+                     " split4=" + std::to_string(run.float_split4_units));
         HERD_CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, s.n_tok * s.n_out * 4, stream));  // NaN
         if (mp == MatMulPath::kTensorCoreFused && Traits(type).quantized && s.n_in % 2048 == 0) {
           EXPECT_TRUE(internal::GemmQuantTcSupports(view)) << "the fused kernel must take this weight";
@@ -294,6 +315,7 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
               << "error vs ref::MatMul " << std::sqrt(diff2) / scale << " of S";
         }
       }
+      internal::SetGemvOptions({});
     }
   }
   HERD_CUDA_CHECK(cudaStreamDestroy(stream));

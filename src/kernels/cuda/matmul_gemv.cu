@@ -10,7 +10,8 @@
 // _M files' Q4_K Q/K with a Q6_K V). The quantized kernel's blocks may also loop over several row groups
 // (GemvOptions::groups_per_block; 0 = persistent, one wave), prefetching the next row while
 // computing one. Measured on H100 (bench/results/cuda-matmul-2026-11-22.md): one group per
-// block is best except for many rows of a single step (n_in <= 2048, >= 8192 rows: two).
+// block is best except for many rows of a single step (n_in <= 2048, >= 8192 rows: two); on
+// H200 Q8_0 takes persistent blocks (bench/results/cuda-session21-2026-11-28.md).
 //
 // Quantized weights: a row is cut into steps of 2048 values (whole blocks); each warp streams
 // the steps of its part of the row through a ring of kStages shared-memory buffers (cp.async,
@@ -93,7 +94,12 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
     const int rows_per_block = kWarps / a.wpr;
     const int blocks = (a.segs.total_rows + rows_per_block - 1) / rows_per_block;
     int groups_per_block = g_groups_per_block.load(std::memory_order_relaxed);
-    if (groups_per_block < 0) groups_per_block = a.n_steps == 1 && a.segs.total_rows >= 8192 ? 2 : 1;
+    if (groups_per_block < 0) {
+      groups_per_block = a.n_steps == 1 && a.segs.total_rows >= 8192 ? 2 : 1;
+      // Q8_0 on H200: persistent blocks (tg128 8B Q8_0 363.9 -> 375.9, 1B Q8_0 1,707 -> 1,735 tok/s;
+      // 8B Q4_K_M, whose launches are K-quants, loses with them: 497 -> 469).
+      if (c0 == DType::kQ8_0 && !mixed && HighBandwidthDevice()) groups_per_block = 0;
+    }
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
       QuantArgs at = a;
       at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));

@@ -1,6 +1,12 @@
 // GEMV kernels for F32/F16/BF16 weights at one token (decode): 16-byte streaming loads, kU
 // vectors per lane in flight (the next batch loaded while one is multiplied, the first before
 // the dependency wait), float32 FMAs; the work split and launch helpers of gemv_common.cuh.
+// kU and the 4-warp row split (FloatWarpsPerRow) depend on the GPU's peak memory bandwidth
+// (FloatTuning): below 4 TB/s (H100 SXM, 3.35 TB/s) kU 4 with the split, measured best there;
+// at or above it (H200, 4.8 TB/s) kU 2 without the split: H200 tg128 8B F16 208.0 -> 233.7 and
+// 1B F16 1,102 -> 1,162 tok/s (kU 1 / 3 / 4 / 8 without the split: 221.4 / 229.7 / 227.7 /
+// 188.8; bench/results/cuda-session21-2026-11-28.md). Results do not depend on either choice
+// (the same products are summed in the same order).
 // GemvFloatGlu runs gate and up as one launch with the SwiGLU in the epilogue.
 // PDL: used for launches of at most GemvOptions::float_pdl_max_mb MiB of weights, default 512:
 // every launch of a llama-3.1-8b layer (gate/up 235 MB, down 117 MB) but not its 1 GB lm_head.
@@ -77,10 +83,9 @@ struct FloatArgs {
 // kU at a time; the next kU are loaded while one batch is multiplied, and the first batch is
 // loaded before griddepcontrol.wait (weights are never written by kernels), so the DRAM latency
 // of the first loads overlaps the previous kernel's tail when launched with PDL.
-template <DType T, int NT>
+template <DType T, int NT, int kU>
 __global__ void __launch_bounds__(kWarps * 32) GemvFloatKernel(const __grid_constant__ FloatArgs a) {
   constexpr int kE = T == DType::kF32 ? 4 : 8;  // elements per 16-byte vector
-  constexpr int kU = 4;                         // vectors per lane in flight
   PdlTrigger();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int rpb = kWarps / a.wpr, slot = warp / a.wpr, half = rpb / 2;
@@ -164,25 +169,64 @@ int64_t EnvOr(const char* name, int64_t fallback) {
 std::atomic<int64_t> g_float_pdl_max_mb{EnvOr("HERD_CUDA_FLOAT_PDL_MB", GemvOptions{}.float_pdl_max_mb)};
 std::atomic<int64_t> g_float_want_warps{EnvOr("HERD_CUDA_FLOAT_WANT_WARPS", GemvOptions{}.float_want_warps)};
 std::atomic<int64_t> g_float_per_part{EnvOr("HERD_CUDA_FLOAT_PER_PART", GemvOptions{}.float_per_part)};
-// Launches of at least kSplit4MinRows rows of at most this many 512-byte units split every row
-// over 4 warps (HERD_CUDA_FLOAT_SPLIT4_UNITS; 0: off).
-std::atomic<int64_t> g_float_split4_units{EnvOr("HERD_CUDA_FLOAT_SPLIT4_UNITS", 64)};
 constexpr int64_t kSplit4MinRows = 4096;
 
+// The bandwidth-dependent choices (see the top), for the first device it runs on (all GPUs of
+// one process are taken to be alike).
+struct FloatTuning {
+  int64_t split4_units;  // launches of >= kSplit4MinRows rows of <= this many units: 4 warps a row
+  int vectors;           // kU
+};
+FloatTuning DeviceTuning() { return HighBandwidthDevice() ? FloatTuning{0, 2} : FloatTuning{64, 4}; }
+// Overrides (GemvOptions; HERD_CUDA_FLOAT_SPLIT4_UNITS / HERD_CUDA_FLOAT_VECTORS initially): -1 / 0
+// for the device's choice.
+std::atomic<int64_t> g_float_split4_units{EnvOr("HERD_CUDA_FLOAT_SPLIT4_UNITS", -1)};
+std::atomic<int> g_float_vectors{static_cast<int>(EnvOr("HERD_CUDA_FLOAT_VECTORS", 0))};
+FloatTuning Tuning() {
+  FloatTuning t = DeviceTuning();
+  const int64_t split4 = g_float_split4_units.load(std::memory_order_relaxed);
+  const int vectors = g_float_vectors.load(std::memory_order_relaxed);
+  if (split4 >= 0) t.split4_units = split4;
+  if (vectors != 0) t.vectors = vectors;
+  HERD_CHECK_MSG(t.vectors == 2 || t.vectors == 4, "float GEMV vectors in flight must be 2 or 4, not %d", t.vectors);
+  return t;
+}
+
 template <DType T, int NT>
-struct FloatKernel {
-  static constexpr auto kFn = GemvFloatKernel<T, NT>;
+struct FloatKernelU2 {
+  static constexpr auto kFn = GemvFloatKernel<T, NT, 2>;
+};
+template <DType T, int NT>
+struct FloatKernelU4 {
+  static constexpr auto kFn = GemvFloatKernel<T, NT, 4>;
 };
 
-// Warps per row of a launch of `rows` rows of `units` 512-byte units: split rows (4 vectors per
-// lane in flight) only while the grid has few warps; except wide launches of short rows: 4 warps
+template <DType T>
+void LaunchFloat(const FloatArgs& a, int blocks, bool pdl, cudaStream_t stream) {
+  if (Tuning().vectors == 2) {  // one instance per choice: 2x the float GEMV kernels
+    LaunchByTok<FloatKernelU2, T>(a, blocks, 1, pdl, stream);
+  } else {
+    LaunchByTok<FloatKernelU4, T>(a, blocks, 1, pdl, stream);
+  }
+}
+void LaunchFloat(DType type, const FloatArgs& a, int blocks, bool pdl, cudaStream_t stream) {
+  switch (type) {
+    case DType::kF32: LaunchFloat<DType::kF32>(a, blocks, pdl, stream); break;
+    case DType::kF16: LaunchFloat<DType::kF16>(a, blocks, pdl, stream); break;
+    case DType::kBF16: LaunchFloat<DType::kBF16>(a, blocks, pdl, stream); break;
+    default: HERD_CHECK_MSG(false, "GemvFloat: %s is not a float type", DTypeName(type).data());
+  }
+}
+
+// Warps per row of a launch of `rows` rows of `units` 512-byte units: split rows only while the
+// grid has few warps; except, where Tuning() says so (H100), wide launches of short rows: 4 warps
 // per row, so that a lane's whole share is one batch of loads, issued before the dependency wait
-// (H100, llama-3.1-8b F16 Q/K/V and O). GLU launches take the same split, so that MatMulSwiGlu
-// equals MatMulShared + SwiGlu exactly; where 4 warps per row leave no room for a gate row and
-// its up row in one block (4-warp blocks) GemvFloatGlu declines and the caller runs MatMulShared
+// (H100, llama-3.1-8b F16 Q/K/V and O; on H200 it loses, see the top). GLU launches take the same split, so that
+// MatMulSwiGlu equals MatMulShared + SwiGlu exactly; where 4 warps per row leave no room for a gate row and its up row
+// in one block (4-warp blocks) GemvFloatGlu declines and the caller runs MatMulShared
 // + SwiGlu: 8B F16 b=1 +0.5% over the GLU epilogue at 1-2 warps per row (H100, 2026-11-25).
 int FloatWarpsPerRow(int64_t rows, int64_t units) {
-  if (rows >= kSplit4MinRows && units <= g_float_split4_units.load() && units >= 4 * kFloatMinUnits) return 4;
+  if (rows >= kSplit4MinRows && units <= Tuning().split4_units && units >= 4 * kFloatMinUnits) return 4;
   return WarpsPerRow(rows, units, g_float_per_part.load(), g_float_want_warps.load(), kFloatMinUnits);
 }
 
@@ -194,10 +238,24 @@ bool FloatPdl(const FloatArgs& a) {
 
 }  // namespace
 
+bool gemv::HighBandwidthDevice() {
+  static const bool fast = [] {
+    int dev = 0, khz = 0, bits = 0;
+    HERD_CUDA_CHECK(cudaGetDevice(&dev));
+    HERD_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev));
+    HERD_CUDA_CHECK(cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+    const double peak_bytes_per_s = 2.0 * khz * 1e3 * bits / 8;  // double data rate
+    return peak_bytes_per_s >= 4e12;
+  }();
+  return fast;
+}
+
 void gemv::SetFloatGemvOptions(const GemvOptions& o) {
   g_float_pdl_max_mb.store(o.float_pdl_max_mb);
   g_float_want_warps.store(o.float_want_warps);
   g_float_per_part.store(o.float_per_part);
+  g_float_vectors.store(o.float_vectors);
+  g_float_split4_units.store(o.float_split4_units);
 }
 
 bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
@@ -227,12 +285,7 @@ bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
     at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
     at.x = x + t0 * n_in;
     at.glu_out = out + t0 * gate.rows();
-    switch (type) {
-      case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, FloatPdl(at), stream); break;
-      case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, FloatPdl(at), stream); break;
-      case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, FloatPdl(at), stream); break;
-      default: HERD_CHECK_MSG(false, "GemvFloatGlu: %s is not a float type", DTypeName(type).data());
-    }
+    LaunchFloat(type, at, blocks, FloatPdl(at), stream);
   }
   return true;
 }
@@ -264,12 +317,7 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
       at.x = x + t0 * n_in;
       for (int k = 0; k < kMaxSegs; ++k)
         if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
-      switch (type) {
-        case DType::kF32: LaunchByTok<FloatKernel, DType::kF32>(at, blocks, 1, FloatPdl(at), stream); break;
-        case DType::kF16: LaunchByTok<FloatKernel, DType::kF16>(at, blocks, 1, FloatPdl(at), stream); break;
-        case DType::kBF16: LaunchByTok<FloatKernel, DType::kBF16>(at, blocks, 1, FloatPdl(at), stream); break;
-        default: HERD_CHECK_MSG(false, "GemvFloat: %s is not a float type", DTypeName(type).data());
-      }
+      LaunchFloat(type, at, blocks, FloatPdl(at), stream);
     }
   }
 }

@@ -87,12 +87,17 @@ void GemvQuant(std::span<const TensorView> ws, std::span<float* const> ys, const
 // rows; -1: automatic, 2 for rows of one 2048-value step when there are at least 8192 rows,
 // else 1); rows split over up to 4 warps while a warp would have more than split_stages stages;
 // float rows split while the grid has fewer than float_want_warps warps or a part has more than
-// float_per_part 512-byte units (HERD_CUDA_FLOAT_WANT_WARPS / _PER_PART set the initial values).
+// float_per_part 512-byte units (HERD_CUDA_FLOAT_WANT_WARPS / _PER_PART set the initial values);
+// float_vectors (2 or 4) 16-byte loads per lane in flight and float_split4_units (0: off), where
+// 4096-row launches split rows of up to that many units over 4 warps: 0 / -1 take the choice for
+// the device's bandwidth (matmul_gemv_float.cu; HERD_CUDA_FLOAT_VECTORS / _SPLIT4_UNITS).
 struct GemvOptions {
   bool pdl = true;
   int64_t float_pdl_max_mb = 512;
   int64_t float_want_warps = 4096;
   int64_t float_per_part = int64_t{1} << 40;
+  int float_vectors = 0;
+  int64_t float_split4_units = -1;
   int groups_per_block = -1;
   int split_stages = 2;
 };
