@@ -14,9 +14,9 @@
 namespace herd::cuda {
 namespace {
 
-constexpr const char* kNames[] = {"HERD_CUDA_GRAPHS",         "HERD_CUDA_PINNED_D2H",   "HERD_CUDA_FUSE",
-                                  "HERD_CUDA_FUSE_INPUT",     "HERD_CUDA_NORM_IN_GEMV", "HERD_CUDA_NORM_IN_QKV",
-                                  "HERD_CUDA_ATTN_QUANT_OUT", "HERD_CUDA_ATTN_HALF_OUT"};
+constexpr const char* kNames[] = {"HERD_CUDA_GRAPHS",         "HERD_CUDA_PINNED_D2H",    "HERD_CUDA_FUSE",
+                                  "HERD_CUDA_FUSE_INPUT",     "HERD_CUDA_NORM_IN_GEMV",  "HERD_CUDA_NORM_IN_QKV",
+                                  "HERD_CUDA_ATTN_QUANT_OUT", "HERD_CUDA_ATTN_HALF_OUT", "HERD_CUDA_NORM_IN_GEMV_Q8_0"};
 
 using Vars = std::vector<std::pair<const char*, const char*>>;
 
@@ -54,6 +54,7 @@ TEST(BackendSwitchesTest, DefaultsWithoutEnvironment) {
   EXPECT_TRUE(s.fuse_inputs);
   EXPECT_EQ(s.norm_in_gemv_max_cols, 4096);
   EXPECT_EQ(s.norm_in_qkv_min_cols, 4096);
+  EXPECT_FALSE(s.norm_in_gemv_q8_0);
   EXPECT_TRUE(s.attn_quant_out);
   EXPECT_TRUE(s.attn_half_out);
 }
@@ -64,8 +65,10 @@ TEST(BackendSwitchesTest, EachSwitchIsRead) {
                      {"HERD_CUDA_NORM_IN_GEMV", "2048"},
                      {"HERD_CUDA_NORM_IN_QKV", "8192"},
                      {"HERD_CUDA_ATTN_QUANT_OUT", "0"},
-                     {"HERD_CUDA_ATTN_HALF_OUT", "0"}});
+                     {"HERD_CUDA_ATTN_HALF_OUT", "0"},
+                     {"HERD_CUDA_NORM_IN_GEMV_Q8_0", "1"}});
   const BackendSwitches s = BackendSwitches::FromEnv();
+  EXPECT_TRUE(s.norm_in_gemv_q8_0);
   EXPECT_FALSE(s.graphs);
   EXPECT_FALSE(s.pinned_d2h);
   EXPECT_TRUE(s.fuse_inputs);

@@ -1,5 +1,7 @@
 // GemvQuantAddNorm (matmul_internal.h): the one-token quantized GEMV whose input is
-// RmsNorm(x + y) * norm_w, with the residual add, the norm and the Q8_K quantization done by
+// RmsNorm(x + y) * norm_w, with the residual add, the norm and the Q8_K quantization (Q8_0 for
+// Q8_0 weights: written 2026-11-28, not yet run on a GPU; the backend takes it only with
+// HERD_CUDA_NORM_IN_GEMV_Q8_0=1) done by
 // every CTA of the GEMV itself instead of a norm kernel before it (at one token that kernel is
 // ~2.5 us of dependent-launch latency on H100; computing it redundantly costs each CTA two
 // 16 KB reads from L2).
@@ -95,7 +97,14 @@ __device__ __forceinline__ void ConsumerSync(int threads) {
 }
 #endif
 
-// LoadAct (gemv_quant_kernel.cuh) from the Q8_K row in shared memory.
+// The activation format of weights of type T: Q8_K for K-quants, Q8_0 for Q8_0 weights.
+template <DType T>
+constexpr DType ActFormat() {
+  return T == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K;
+}
+
+// LoadAct (gemv_quant_kernel.cuh) from the activation row in shared memory (ActFormat<T>()).
+template <DType T>
 __device__ __forceinline__ void LoadActShared(const ActOut& x, int step, int lane, ActLane& a) {
   const uint4* q = reinterpret_cast<const uint4*>(x.q + static_cast<int64_t>(step) * kStepValues);
 #pragma unroll
@@ -103,20 +112,29 @@ __device__ __forceinline__ void LoadActShared(const ActOut& x, int step, int lan
     const uint4 v = q[32 * i + lane];
     a.q[4 * i] = v.x, a.q[4 * i + 1] = v.y, a.q[4 * i + 2] = v.z, a.q[4 * i + 3] = v.w;
   }
-  const uint2 sv = reinterpret_cast<const uint2*>(x.sums + step * (kStepValues / 16))[lane];
-  a.s[0] = static_cast<int16_t>(sv.x & 0xFFFFu), a.s[1] = static_cast<int>(sv.x) >> 16;
-  a.s[2] = static_cast<int16_t>(sv.y & 0xFFFFu), a.s[3] = static_cast<int>(sv.y) >> 16;
-  a.d0 = x.d[step * (kStepValues / 256) + (lane >> 2)];
-  a.d1 = 0.f, a.m0 = 0.f, a.m1 = 0.f;
+  a.m0 = 0.f, a.m1 = 0.f;
+  if constexpr (ActFormat<T>() == DType::kQ8_0) {  // a scale per 32 values, no sums
+    const float2 dd = reinterpret_cast<const float2*>(x.d + step * (kStepValues / 32))[lane];
+    a.d0 = dd.x, a.d1 = dd.y;
+    a.s[0] = a.s[1] = a.s[2] = a.s[3] = 0;
+  } else {
+    const uint2 sv = reinterpret_cast<const uint2*>(x.sums + step * (kStepValues / 16))[lane];
+    a.s[0] = static_cast<int16_t>(sv.x & 0xFFFFu), a.s[1] = static_cast<int>(sv.x) >> 16;
+    a.s[2] = static_cast<int16_t>(sv.y & 0xFFFFu), a.s[3] = static_cast<int>(sv.y) >> 16;
+    a.d0 = x.d[step * (kStepValues / 256) + (lane >> 2)];
+    a.d1 = 0.f;
+  }
 }
 
 // Rows from q.t1_row0 on are of type T1 (T1 == T0: one type). blockDim.x = 32 x (consumer warps
 // + 1), the consumers a multiple of n_steps and at least n_in / 512 warps (two octets a thread).
-// Dynamic shared memory: stages x stage_bytes, the partial sums, the Q8_K row.
+// Dynamic shared memory: stages x stage_bytes, the partial sums, the activation row (Q8_K; Q8_0
+// for Q8_0 weights).
 template <DType T0, DType T1>
 __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant__ AddNormArgs na) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  static_assert(QBlock<T0>::kValues == 256 && QBlock<T1>::kValues == 256, "Q8_K activations: K-quants only");
+  static_assert((QBlock<T0>::kValues == 256 && QBlock<T1>::kValues == 256) || (T0 == DType::kQ8_0 && T1 == T0),
+                "Q8_K activations for K-quants, Q8_0 activations for Q8_0 alone");
   using B0 = QBlock<T0>;
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
@@ -207,8 +225,8 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   float sum_sq = 0.f;
   for (int w = 0; w < consumers; ++w) sum_sq += red[w];
   const float scale = rsqrtf(sum_sq / static_cast<float>(n_in) + na.eps);
-  // The Q8_K row in shared memory: each warp quantizes whole 256-value blocks (QuantizeOctet,
-  // as the norm kernel does, padding to q_stride included).
+  // The activation row in shared memory: each warp quantizes whole blocks (256 values for Q8_K,
+  // 32 for Q8_0; QuantizeOctet, as the norm kernel does, padding to q_stride included).
   uint8_t* fmt = ring + n_stages * na.stage_bytes + na.partial_bytes;
   ActOut o;
   o.q = reinterpret_cast<int8_t*>(fmt);
@@ -222,7 +240,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
       float v[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = h[k][i] * scale * g[k][i];
-      QuantizeOctet<DType::kQ8_K>(v, 0, 8 * (tid + k * nthr), o);
+      QuantizeOctet<ActFormat<T0>()>(v, 0, 8 * (tid + k * nthr), o);
     }
   }
   ConsumerSync(nthr);
@@ -244,7 +262,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   const int nb = min(B0::kStep, a.blocks_per_row - my_step * B0::kStep);
   const bool active = LaneActive<T0>(lane, nb);
   ActLane xs;
-  if (active) LoadActShared(o, my_step, lane, xs);
+  if (active) LoadActShared<T0>(o, my_step, lane, xs);
   float* partial = reinterpret_cast<float*>(ring + n_stages * na.stage_bytes);  // [rows of the CTA][n_steps]
   int done = 0;                                                                 // rows of the chunks before this one
   for (int r = r_begin, k = 0; r < r_end; ++k) {
@@ -313,7 +331,7 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   const int grid = std::min(a.segs.total_rows, sms);
   const int64_t partial = (((a.segs.total_rows + grid - 1) / grid + 1) * int64_t{a.n_steps} * 4 + 15) / 16 * 16;
   na.partial_bytes = static_cast<int>(partial);
-  const int64_t format = q_stride + q_stride / 8 + q_stride / 8;  // int8 values, d per 32, sums per 16
+  const int64_t format = q_stride + q_stride / 8 + q_stride / 8;  // int8 values, d per <= 32, sums per 16
   na.stages = tune.stages;
   while (na.stages > 2 && na.stages * int64_t{na.stage_bytes} + partial + format > kMaxSmem) --na.stages;
   const int64_t smem = na.stages * int64_t{na.stage_bytes} + partial + format;
@@ -337,7 +355,8 @@ bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys
     return false;
   const DType t0 = ws[0].type;
   const int64_t n_in = ws[0].cols();
-  if (Traits(t0).block_size != 256 || n_in % 256 != 0) return false;
+  const int64_t block = Traits(t0).block_size;
+  if ((block != 256 && t0 != DType::kQ8_0) || n_in % 256 != 0) return false;
   DType t1 = t0;
   QuantArgs a{};
   MakeSegs(ws, ys, 0, ws.size(), &a.segs);
@@ -355,9 +374,9 @@ bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys
   }
   if (!Aligned16(x) || !Aligned16(y) || !Aligned16(norm_w)) return false;
   a.aligned = true;
-  a.row_bytes = static_cast<int64_t>(Traits(t0).type_size) * (n_in / 256);
-  a.row_bytes1 = static_cast<int64_t>(Traits(t1).type_size) * (n_in / 256);
-  a.blocks_per_row = static_cast<int>(n_in / 256);
+  a.row_bytes = static_cast<int64_t>(Traits(t0).type_size) * (n_in / block);
+  a.row_bytes1 = static_cast<int64_t>(Traits(t1).type_size) * (n_in / block);  // partners: 256-value blocks too
+  a.blocks_per_row = static_cast<int>(n_in / block);
   a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
   a.n_tok = 1;
   const Tuning tune = TuningFor(ws.size());
@@ -366,7 +385,7 @@ bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys
   if (t1 == t0) {
     bool launched = false;
     DispatchQuant(t0, [&]<DType T>() {
-      if constexpr (QBlock<T>::kValues == 256) launched = Launch<T, T>(a, na, tune, stream);
+      if constexpr (QBlock<T>::kValues == 256 || T == DType::kQ8_0) launched = Launch<T, T>(a, na, tune, stream);
     });
     return launched;
   }

@@ -1,5 +1,6 @@
 // GemvQuantAddNorm (gemv_add_norm.cu) and the backend paths to it (a one-row AddRmsNorm announced
-// for a K-quant MatMulSwiGlu or Q/K/V MatMulShared): against the norm kernel + GemvQuant (2e-3:
+// for a K-quant MatMulSwiGlu or Q/K/V MatMulShared; Q8_0 weights at the kernel level, and through
+// the backend only with HERD_CUDA_NORM_IN_GEMV_Q8_0): against the norm kernel + GemvQuant (2e-3:
 // the same int8 row up to a rounding flip from the other order of the sum of squares, other float
 // sums), against the reference (2e-2, int8 activations), x += y exact, the counter left at zero;
 // one-type and mixed launches, rows of one step, several steps and a partial step; where it does
@@ -8,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,29 @@ using testing::QuantizedWeight;
 using testing::RandomNormal;
 using testing::RelError;
 
-class GemvAddNormBackendTest : public CudaBackendTest {};
+class GemvAddNormBackendTest : public CudaBackendTest {
+ protected:
+  // The attention norm of the next layer inside the Q/K/V GEMV (MatMulShared of three weights of
+  // `types`): q, k, v against the reference, x holds x + y, and the norm's output buffer (here its
+  // input y) is not written (on sm_90, where the kernel runs).
+  void CheckNormInsideQkv(const DType (&types)[3]);
+};
+
+// With HERD_CUDA_NORM_IN_GEMV_Q8_0=1 while the backend is made (the switch is off by default).
+class GemvAddNormQ8BackendTest : public GemvAddNormBackendTest {
+ protected:
+  void SetUp() override {
+    const char* old = std::getenv("HERD_CUDA_NORM_IN_GEMV_Q8_0");
+    const std::string saved = old == nullptr ? "" : old;
+    setenv("HERD_CUDA_NORM_IN_GEMV_Q8_0", "1", 1);
+    GemvAddNormBackendTest::SetUp();
+    if (old == nullptr) {
+      unsetenv("HERD_CUDA_NORM_IN_GEMV_Q8_0");
+    } else {
+      setenv("HERD_CUDA_NORM_IN_GEMV_Q8_0", saved.c_str(), 1);
+    }
+  }
+};
 
 // Host reference of RmsNorm(x + y) * w (double sums): the normalized row.
 std::vector<float> HostAddNorm(const std::vector<float>& x, const std::vector<float>& y, const std::vector<float>& w,
@@ -59,7 +83,10 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
       {{DType::kQ6_K, DType::kQ6_K}, {700, 700}, 2048},
       {{DType::kQ5_K}, {333}, 768},
       {{DType::kQ3_K, DType::kQ4_K}, {700, 500}, 2048},
-      {{DType::kQ2_K, DType::kQ2_K}, {129, 129}, 1024},  // rows of 16-byte multiples only
+      {{DType::kQ2_K, DType::kQ2_K}, {129, 129}, 1024},    // rows of 16-byte multiples only
+      {{DType::kQ8_0, DType::kQ8_0}, {1100, 1100}, 4096},  // Q8_0 activations (32-value scales)
+      {{DType::kQ8_0, DType::kQ8_0, DType::kQ8_0}, {512, 128, 128}, 2048},
+      {{DType::kQ8_0}, {300}, 3328},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(DTypeName(c.types[0])) + " n_in=" + std::to_string(c.n_in) +
@@ -91,7 +118,8 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
     };
     const std::vector<float*> ys1 = outs(y1), ys2 = outs(y2);
     internal::QuantizedActivations qa;
-    ASSERT_TRUE(internal::RmsNormQuantize(DType::kQ8_K, static_cast<float*>(x1.p), static_cast<float*>(y.p),
+    const DType act = c.types[0] == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K;  // the GEMV's activation format
+    ASSERT_TRUE(internal::RmsNormQuantize(act, static_cast<float*>(x1.p), static_cast<float*>(y.p),
                                           static_cast<float*>(w.p), 1e-5f, 1, c.n_in, static_cast<float*>(out.p), q.p,
                                           nullptr, &qa));
     internal::GemvQuant(ws, ys1, qa, 1, nullptr);
@@ -120,11 +148,11 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
     }
     EXPECT_LE(RelError(b.data(), want.data(), want.size()), 2e-2);
   }
-  // Not taken: 32-value blocks, misaligned x.
+  // Not taken: 32-value blocks other than Q8_0, misaligned x.
   Dev xa(4 * 2048 + 16), ya(4 * 2048), wa(4 * 2048), yo(4 * 64), cnt(4);
-  const auto w8 = QuantizedWeight(DType::kQ8_0, 64, 2048, 60);
+  const auto w8 = QuantizedWeight(DType::kQ4_0, 64, 2048, 60);
   Dev w8d(w8.size());
-  const TensorView w8v = TensorView::Matrix(DType::kQ8_0, 64, 2048, w8d.p);
+  const TensorView w8v = TensorView::Matrix(DType::kQ4_0, 64, 2048, w8d.p);
   float* const y8[] = {static_cast<float*>(yo.p)};
   EXPECT_FALSE(internal::GemvQuantAddNorm({&w8v, 1}, y8, static_cast<float*>(xa.p), static_cast<float*>(ya.p),
                                           static_cast<float*>(wa.p), 1e-5f, static_cast<int*>(cnt.p), nullptr));
@@ -180,12 +208,8 @@ TEST_F(GemvAddNormBackendTest, OneRowNormRunsInsideTheGateUpGemv) {
   }
 }
 
-// The attention norm of the next layer inside the Q/K/V GEMV (MatMulShared of three weights, the
-// V weight of another type as in Q4_K_M): q, k, v against the reference, x holds x + y, and the
-// norm's output buffer (here its input y) is not written (on sm_90, where the kernel runs).
-TEST_F(GemvAddNormBackendTest, OneRowNormRunsInsideTheQkvGemv) {
+void GemvAddNormBackendTest::CheckNormInsideQkv(const DType (&types)[3]) {
   const int64_t n_embd = 4096, rows[3] = {512, 128, 128};  // rows of at least 4096 values take the path
-  const DType types[3] = {DType::kQ4_K, DType::kQ4_K, DType::kQ6_K};
   std::vector<TensorView> ws;
   for (int i = 0; i < 3; ++i) ws.push_back(Weight(types[i], rows[i], n_embd, 90 + i));
   const size_t first_host = hosts_.size() - 3;
@@ -216,6 +240,16 @@ TEST_F(GemvAddNormBackendTest, OneRowNormRunsInsideTheQkvGemv) {
     }
     EXPECT_LE(RelError(Download(ys[i], rows[i]).data(), want.data(), want.size()), 2e-2);
   }
+}
+
+// The V weight of another type, as in Q4_K_M.
+TEST_F(GemvAddNormBackendTest, OneRowNormRunsInsideTheQkvGemv) {
+  CheckNormInsideQkv({DType::kQ4_K, DType::kQ4_K, DType::kQ6_K});
+}
+
+// Q8_0 weights with the switch on: Q8_0 activations quantized inside the GEMV.
+TEST_F(GemvAddNormQ8BackendTest, OneRowNormRunsInsideTheQ8_0QkvGemv) {
+  CheckNormInsideQkv({DType::kQ8_0, DType::kQ8_0, DType::kQ8_0});
 }
 
 }  // namespace

@@ -59,8 +59,9 @@ bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int
 void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStream_t stream);
 
 // ys[k][0, o] = sum_i ws[k][o, i] * x'[i] for one token of K-quant weights (one type, or a type
-// then its mix partner; up to 4 weights of one n_in), where x' = RmsNorm(x + y) * norm_w
-// quantized to Q8_K exactly as RmsNormQuantize does, computed inside the GEMV's own CTAs
+// then its mix partner; up to 4 weights of one n_in) or of Q8_0 weights (n_in a multiple of 256),
+// where x' = RmsNorm(x + y) * norm_w quantized to Q8_K (Q8_0 for Q8_0 weights) exactly as
+// RmsNormQuantize does, computed inside the GEMV's own CTAs
 // (gemv_add_norm.cu): no norm kernel before it. Also x += y (AddRmsNorm's update; the normalized
 // row itself is not stored). `counter`: a device int, zero before the call and left zero. x, y,
 // norm_w and the weights' rows 16-byte aligned. False, queueing nothing, where it does not apply
