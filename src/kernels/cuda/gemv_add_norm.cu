@@ -1,10 +1,9 @@
 // GemvQuantAddNorm (matmul_internal.h): the one-token quantized GEMV whose input is
-// RmsNorm(x + y) * norm_w, with the residual add, the norm and the Q8_K quantization (Q8_0 for
-// Q8_0 weights: written 2026-11-28, not yet run on a GPU; the backend takes it only with
-// HERD_CUDA_NORM_IN_GEMV_Q8_0=1) done by
+// RmsNorm(x + y) * norm_w, with the residual add, the norm and the Q8_K quantization done by
 // every CTA of the GEMV itself instead of a norm kernel before it (at one token that kernel is
 // ~2.5 us of dependent-launch latency on H100; computing it redundantly costs each CTA two
-// 16 KB reads from L2).
+// 16 KB reads from L2). Q8_0 weights take Q8_0 activations instead (written 2026-11-28, not yet
+// run on a GPU; the backend takes that path only with HERD_CUDA_NORM_IN_GEMV_Q8_0=1).
 //
 // Structure (warp-specialized, one CTA per SM): the CTA owns a contiguous range of the launch's
 // rows; its last warp (the producer) streams them into a ring of shared-memory stages with

@@ -3,10 +3,10 @@
 // the dependency wait), float32 FMAs; the work split and launch helpers of gemv_common.cuh.
 // kU and the 4-warp row split (FloatWarpsPerRow) depend on the GPU's peak memory bandwidth
 // (FloatTuning): below 4 TB/s (H100 SXM, 3.35 TB/s) kU 4 with the split, measured best there;
-// at or above it (H200, 4.8 TB/s) kU 2 without the split: H200 tg128 8B F16 208.0 -> 233.7 and
-// 1B F16 1,102 -> 1,162 tok/s (kU 1 / 3 / 4 / 8 without the split: 221.4 / 229.7 / 227.7 /
-// 188.8; bench/results/cuda-session21-2026-11-28.md). Results do not depend on either choice
-// (the same products are summed in the same order).
+// at or above it (H200, 4.8 TB/s) kU 2 without the split: H200 tg128 8B F16 215.6 -> 239.3 and
+// 1B F16 1,105 -> 1,168 tok/s (8B, kU 1 / 3 / 4 / 8 without the split: 221.4 / 229.7 / 227.7 /
+// 188.8 against kU 2's 233.7, one lease; bench/results/cuda-session21-2026-11-28.md). Results
+// do not depend on either choice (the same products are summed in the same order).
 // GemvFloatGlu runs gate and up as one launch with the SwiGLU in the epilogue.
 // PDL: used for launches of at most GemvOptions::float_pdl_max_mb MiB of weights, default 512:
 // every launch of a llama-3.1-8b layer (gate/up 235 MB, down 117 MB) but not its 1 GB lm_head.
@@ -221,10 +221,11 @@ void LaunchFloat(DType type, const FloatArgs& a, int blocks, bool pdl, cudaStrea
 // Warps per row of a launch of `rows` rows of `units` 512-byte units: split rows only while the
 // grid has few warps; except, where Tuning() says so (H100), wide launches of short rows: 4 warps
 // per row, so that a lane's whole share is one batch of loads, issued before the dependency wait
-// (H100, llama-3.1-8b F16 Q/K/V and O; on H200 it loses, see the top). GLU launches take the same split, so that
-// MatMulSwiGlu equals MatMulShared + SwiGlu exactly; where 4 warps per row leave no room for a gate row and its up row
-// in one block (4-warp blocks) GemvFloatGlu declines and the caller runs MatMulShared
-// + SwiGlu: 8B F16 b=1 +0.5% over the GLU epilogue at 1-2 warps per row (H100, 2026-11-25).
+// (H100, llama-3.1-8b F16 Q/K/V and O; on H200 it loses, see the top). GLU launches take the
+// same split, so that MatMulSwiGlu equals MatMulShared + SwiGlu exactly; where 4 warps per row
+// leave no room for a gate row and its up row in one block (4-warp blocks) GemvFloatGlu declines
+// and the caller runs MatMulShared + SwiGlu: 8B F16 b=1 +0.5% over the GLU epilogue at 1-2
+// warps per row (H100, 2026-11-25).
 int FloatWarpsPerRow(int64_t rows, int64_t units) {
   if (rows >= kSplit4MinRows && units <= Tuning().split4_units && units >= 4 * kFloatMinUnits) return 4;
   return WarpsPerRow(rows, units, g_float_per_part.load(), g_float_want_warps.load(), kFloatMinUnits);
