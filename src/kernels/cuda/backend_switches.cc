@@ -28,7 +28,8 @@ BackendSwitches BackendSwitches::FromEnv() {
   s.norm_in_gemv_max_cols = s.fuse_inputs ? EnvCols("HERD_CUDA_NORM_IN_GEMV", s.norm_in_gemv_max_cols) : 0;
   s.norm_in_qkv_min_cols = EnvCols("HERD_CUDA_NORM_IN_QKV", s.norm_in_qkv_min_cols);
   if (s.norm_in_qkv_min_cols == 0) s.norm_in_qkv_min_cols = INT64_MAX;  // 0: off
-  s.norm_in_gemv_q8_0 = EnvOn("HERD_CUDA_NORM_IN_GEMV_Q8_0", s.norm_in_gemv_q8_0);
+  s.norm_in_gemv_q8_0_min_cols = EnvCols("HERD_CUDA_NORM_IN_GEMV_Q8_0", s.norm_in_gemv_q8_0_min_cols);
+  if (s.norm_in_gemv_q8_0_min_cols == 0) s.norm_in_gemv_q8_0_min_cols = INT64_MAX;  // 0: off
   s.attn_quant_out = s.fuse_inputs && EnvOn("HERD_CUDA_ATTN_QUANT_OUT", s.attn_quant_out);
   s.attn_half_out = s.fuse_inputs && EnvOn("HERD_CUDA_ATTN_HALF_OUT", s.attn_half_out);
   return s;

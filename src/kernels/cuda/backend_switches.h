@@ -17,9 +17,9 @@ struct BackendSwitches {
   // ... and for the Q/K/V GEMV only where its rows have at least this many values
   // (HERD_CUDA_NORM_IN_QKV=N; 0 off): on H100 8B Q4_K_M (4096) gains, 1B (2048) loses.
   int64_t norm_in_qkv_min_cols = 4096;
-  // ... also before Q8_0 GEMVs (Q8_0 activations; HERD_CUDA_NORM_IN_GEMV_Q8_0=1). Off until
-  // measured: written 2026-11-28 without a GPU run (bench/results/cuda-session21-2026-11-28.md).
-  bool norm_in_gemv_q8_0 = false;
+  // ... also before Q8_0 GEMVs (Q8_0 activations) of rows of at least this many values
+  // (HERD_CUDA_NORM_IN_GEMV_Q8_0=N; 0 off): on H200 8B Q8_0 (4096) gains 1.0%, 1B (2048) loses 0.3%.
+  int64_t norm_in_gemv_q8_0_min_cols = 4096;
   // Attention writes the O projection's int8 GEMV input in its split merge
   // (HERD_CUDA_ATTN_QUANT_OUT=0: merge, then quantize).
   bool attn_quant_out = true;

@@ -54,7 +54,7 @@ TEST(BackendSwitchesTest, DefaultsWithoutEnvironment) {
   EXPECT_TRUE(s.fuse_inputs);
   EXPECT_EQ(s.norm_in_gemv_max_cols, 4096);
   EXPECT_EQ(s.norm_in_qkv_min_cols, 4096);
-  EXPECT_FALSE(s.norm_in_gemv_q8_0);
+  EXPECT_EQ(s.norm_in_gemv_q8_0_min_cols, 4096);
   EXPECT_TRUE(s.attn_quant_out);
   EXPECT_TRUE(s.attn_half_out);
 }
@@ -68,7 +68,7 @@ TEST(BackendSwitchesTest, EachSwitchIsRead) {
                      {"HERD_CUDA_ATTN_HALF_OUT", "0"},
                      {"HERD_CUDA_NORM_IN_GEMV_Q8_0", "1"}});
   const BackendSwitches s = BackendSwitches::FromEnv();
-  EXPECT_TRUE(s.norm_in_gemv_q8_0);
+  EXPECT_EQ(s.norm_in_gemv_q8_0_min_cols, 1);
   EXPECT_FALSE(s.graphs);
   EXPECT_FALSE(s.pinned_d2h);
   EXPECT_TRUE(s.fuse_inputs);
@@ -79,10 +79,12 @@ TEST(BackendSwitchesTest, EachSwitchIsRead) {
 }
 
 TEST(BackendSwitchesTest, ZeroTurnsTheColumnLimitsOff) {
-  ScopedEnv env(Vars{{"HERD_CUDA_NORM_IN_GEMV", "0"}, {"HERD_CUDA_NORM_IN_QKV", "0"}});
+  ScopedEnv env(
+      Vars{{"HERD_CUDA_NORM_IN_GEMV", "0"}, {"HERD_CUDA_NORM_IN_QKV", "0"}, {"HERD_CUDA_NORM_IN_GEMV_Q8_0", "0"}});
   const BackendSwitches s = BackendSwitches::FromEnv();
-  EXPECT_EQ(s.norm_in_gemv_max_cols, 0);         // no row is short enough
-  EXPECT_EQ(s.norm_in_qkv_min_cols, INT64_MAX);  // no row is long enough
+  EXPECT_EQ(s.norm_in_gemv_max_cols, 0);                // no row is short enough
+  EXPECT_EQ(s.norm_in_qkv_min_cols, INT64_MAX);         // no row is long enough
+  EXPECT_EQ(s.norm_in_gemv_q8_0_min_cols, INT64_MAX);
 }
 
 TEST(BackendSwitchesTest, FuseOffTurnsTheInputFusionsOff) {

@@ -375,7 +375,7 @@ class CudaBackend final : public Backend {
     if (!BeginOp()) return;
     if (next && n_rows == 1 && n_cols <= sw_.norm_in_gemv_max_cols && next->cols() == n_cols &&
         ((Traits(next->type).quantized && Traits(next->type).block_size == 256) ||
-         (next->type == DType::kQ8_0 && sw_.norm_in_gemv_q8_0))) {
+         (next->type == DType::kQ8_0 && n_cols >= sw_.norm_in_gemv_q8_0_min_cols))) {
       pending_norm_ = PendingNorm{x, y, weight, eps, n_cols, out, *next};
       return;
     }

@@ -86,14 +86,23 @@ __device__ __forceinline__ void ForEachOfThread(const float* __restrict__ row, i
   }
 }
 
-// Ids j0 .. j0 + kUnroll - 1 of this lane in the draw group starting at id `first` (lane l
-// takes first + 32 j + l for j < per_lane): ids[k] and v[k] = row[ids[k]], -inf past per_lane or n.
-__device__ __forceinline__ void LoadGroupIds(const float* __restrict__ row, int64_t n, int64_t first, int64_t j0,
-                                             int64_t per_lane, int lane, int64_t (&ids)[kUnroll], float (&v)[kUnroll]) {
+// Calls visit(i, row[i]) for this lane's ids of the draw group starting at id `first` (lane l
+// takes first + 32 j + l for j < per_lane; -inf past n), in order, kUnroll loads in flight.
+// visit returns true to stop; it must return the same on every lane (warp-uniform).
+template <class Visit>
+__device__ __forceinline__ void ForEachGroupId(const float* __restrict__ row, int64_t n, int64_t first,
+                                               int64_t per_lane, int lane, Visit visit) {
+  for (int64_t j0 = 0; j0 < per_lane; j0 += kUnroll) {
+    int64_t ids[kUnroll];
+    float v[kUnroll];
 #pragma unroll
-  for (int k = 0; k < kUnroll; ++k) {
-    ids[k] = first + (j0 + k) * 32 + lane;
-    v[k] = j0 + k < per_lane && ids[k] < n ? row[ids[k]] : -INFINITY;
+    for (int k = 0; k < kUnroll; ++k) {
+      ids[k] = first + (j0 + k) * 32 + lane;
+      v[k] = j0 + k < per_lane && ids[k] < n ? row[ids[k]] : -INFINITY;
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k)
+      if (visit(ids[k], v[k])) return;
   }
 }
 
@@ -292,20 +301,14 @@ __global__ void __launch_bounds__(kThreads)
   long long last_positive = -1, last = -1;
   for (int64_t g = warp; g < n_groups; g += kWarps) {
     uint64_t sum = 0;
-    for (int64_t j0 = 0; j0 < per_lane; j0 += kUnroll) {
-      int64_t at[kUnroll];
-      float v[kUnroll];
-      LoadGroupIds(row, n, g * g_ids, j0, per_lane, lane, at, v);
-#pragma unroll
-      for (int k = 0; k < kUnroll; ++k) {
-        const int64_t i = at[k];
-        if (!kept(i, v[k])) continue;
-        const float p = static_cast<float>(static_cast<double>(weight(v[k])) * inv2);
-        sum += DrawFixed(p);
-        last = max(last, static_cast<long long>(i));
-        if (p > 0.0f) last_positive = max(last_positive, static_cast<long long>(i));
-      }
-    }
+    ForEachGroupId(row, n, g * g_ids, per_lane, lane, [&](int64_t i, float v) {
+      if (!kept(i, v)) return false;
+      const float p = static_cast<float>(static_cast<double>(weight(v)) * inv2);
+      sum += DrawFixed(p);
+      last = max(last, static_cast<long long>(i));
+      if (p > 0.0f) last_positive = max(last_positive, static_cast<long long>(i));
+      return false;
+    });
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (lane == 0) group_sum[g] = sum;
   }
@@ -332,24 +335,16 @@ __global__ void __launch_bounds__(kThreads)
   if (group >= 0) {
     if (warp == 0) {  // the first id of the group at which the mass passes u
       uint64_t cum = s_before;
-      bool found = false;
-      for (int64_t j0 = 0; j0 < per_lane && !found; j0 += kUnroll) {
-        int64_t at[kUnroll];
-        float v[kUnroll];
-        LoadGroupIds(row, n, group * g_ids, j0, per_lane, lane, at, v);
-#pragma unroll
-        for (int k = 0; k < kUnroll; ++k) {
-          const int64_t i = at[k];
-          const uint64_t incl = WarpInclusiveSum(kept(i, v[k]) ? DrawShare(weight(v[k]), inv2) : 0, lane);
-          const unsigned hits = __ballot_sync(0xffffffffu, u < cum + incl);
-          if (hits != 0) {
-            if (lane == __ffs(hits) - 1) ids[r] = static_cast<int32_t>(i);
-            found = true;
-            break;
-          }
-          cum += __shfl_sync(0xffffffffu, incl, 31);
+      ForEachGroupId(row, n, group * g_ids, per_lane, lane, [&](int64_t i, float v) {
+        const uint64_t incl = WarpInclusiveSum(kept(i, v) ? DrawShare(weight(v), inv2) : 0, lane);
+        const unsigned hits = __ballot_sync(0xffffffffu, u < cum + incl);
+        if (hits != 0) {
+          if (lane == __ffs(hits) - 1) ids[r] = static_cast<int32_t>(i);
+          return true;
         }
-      }
+        cum += __shfl_sync(0xffffffffu, incl, 31);
+        return false;
+      });
     }
   } else {  // u at or past the total mass (rounding): the last kept id with p > 0, else the last kept id
     const long long lp = BlockMaxI(last_positive, iscratch);

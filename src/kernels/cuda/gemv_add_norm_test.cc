@@ -1,6 +1,6 @@
 // GemvQuantAddNorm (gemv_add_norm.cu) and the backend paths to it (a one-row AddRmsNorm announced
 // for a K-quant MatMulSwiGlu or Q/K/V MatMulShared; Q8_0 weights at the kernel level, and through
-// the backend only with HERD_CUDA_NORM_IN_GEMV_Q8_0): against the norm kernel + GemvQuant (2e-3:
+// the backend with HERD_CUDA_NORM_IN_GEMV_Q8_0=1, all row lengths): against the norm kernel + GemvQuant (2e-3:
 // the same int8 row up to a rounding flip from the other order of the sum of squares, other float
 // sums), against the reference (2e-2, int8 activations), x += y exact, the counter left at zero;
 // one-type and mixed launches, rows of one step, several steps and a partial step; where it does
@@ -37,7 +37,8 @@ class GemvAddNormBackendTest : public CudaBackendTest {
   void CheckNormInsideQkv(const DType (&types)[3]);
 };
 
-// With HERD_CUDA_NORM_IN_GEMV_Q8_0=1 while the backend is made (the switch is off by default).
+// With HERD_CUDA_NORM_IN_GEMV_Q8_0=1 while the backend is made (by default only rows of 4096 or
+// more values take it; the test's are shorter).
 class GemvAddNormQ8BackendTest : public GemvAddNormBackendTest {
  protected:
   void SetUp() override {

@@ -259,30 +259,37 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
 
       // Each path with the device's GEMV choices; float weights' GEMV also with each choice of
       // vectors in flight and 4-warp row split (the two tunings of matmul_gemv_float.cu).
+      // Quantized weights' GEMV also staged and read in place (gemv_quant_direct.cu, K-quants at
+      // one token; the others ignore the switch).
       struct Run {
         MatMulPath path;
         int float_vectors;
         int64_t float_split4_units;
+        int quant_direct;
       };
-      std::vector<Run> runs = {{MatMulPath::kGemv, 0, -1},
-                               {MatMulPath::kTensorCore, 0, -1},
-                               {MatMulPath::kTensorCoreFused, 0, -1},
-                               {MatMulPath::kTensorCoreCublas, 0, -1},
-                               {MatMulPath::kAuto, 0, -1}};
+      std::vector<Run> runs = {{MatMulPath::kGemv, 0, -1, -1},
+                               {MatMulPath::kTensorCore, 0, -1, -1},
+                               {MatMulPath::kTensorCoreFused, 0, -1, -1},
+                               {MatMulPath::kTensorCoreCublas, 0, -1, -1},
+                               {MatMulPath::kAuto, 0, -1, -1}};
       if (!Traits(type).quantized) {
         for (const int vectors : {2, 4})
-          for (const int64_t split4 : {0, 64}) runs.push_back({MatMulPath::kGemv, vectors, split4});
+          for (const int64_t split4 : {0, 64}) runs.push_back({MatMulPath::kGemv, vectors, split4, -1});
+      } else {
+        for (const int direct : {0, 1}) runs.push_back({MatMulPath::kGemv, 0, -1, direct});
       }
       for (const Run& run : runs) {
         const MatMulPath mp = run.path;
         internal::GemvOptions gemv_options;
         gemv_options.float_vectors = run.float_vectors;
         gemv_options.float_split4_units = run.float_split4_units;
+        gemv_options.quant_direct = run.quant_direct;
         internal::SetGemvOptions(gemv_options);
         SCOPED_TRACE(std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) +
                      " n_in=" + std::to_string(s.n_in) + " n_tok=" + std::to_string(s.n_tok) + " path=" +
                      std::to_string(static_cast<int>(mp)) + " float_vectors=" + std::to_string(run.float_vectors) +
-                     " split4=" + std::to_string(run.float_split4_units));
+                     " split4=" + std::to_string(run.float_split4_units) +
+                     " direct=" + std::to_string(run.quant_direct));
         HERD_CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, s.n_tok * s.n_out * 4, stream));  // NaN
         if (mp == MatMulPath::kTensorCoreFused && Traits(type).quantized && s.n_in % 2048 == 0) {
           EXPECT_TRUE(internal::GemmQuantTcSupports(view)) << "the fused kernel must take this weight";
@@ -529,11 +536,18 @@ TEST(MatMulCudaSharedTest, MixedTypesInOneLaunchMatchOracle) {
       {{DType::kQ4_K, DType::kQ6_K, DType::kQ4_K, DType::kQ6_K, DType::kQ4_K, DType::kQ6_K}, {5, 6, 7, 8, 9, 10}},
   };
   uint32_t seed = 11;
-  for (const Case& c : cases) {
-    for (int64_t n_in : {2048, 4352}) {
-      ExpectSharedMatchesOracle(c.types, c.n_outs, n_in, {1, 3, 8, 11}, seed++);
+  for (const int direct : {0, 1}) {  // one-token launches staged, then read in place
+    internal::GemvOptions options;
+    options.quant_direct = direct;
+    internal::SetGemvOptions(options);
+    SCOPED_TRACE("direct=" + std::to_string(direct));
+    for (const Case& c : cases) {
+      for (int64_t n_in : {2048, 4352}) {
+        ExpectSharedMatchesOracle(c.types, c.n_outs, n_in, {1, 3, 8, 11}, seed++);
+      }
     }
   }
+  internal::SetGemvOptions({});
 }
 
 std::string TypeName(const ::testing::TestParamInfo<DType>& info) { return std::string(DTypeName(info.param)); }

@@ -59,6 +59,18 @@ std::atomic<int> g_groups_per_block{EnvIntOr("HERD_CUDA_GEMV_GROUPS", -1)};
 std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages - 1)};
 const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
 const bool g_wave_rule = EnvOn("HERD_CUDA_GEMV_WAVE_RULE");
+std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
+
+// Whether a one-token launch of t0 weights (with their partner) of n_steps steps per row reads
+// them in place (gemv_quant_direct.cu): by default for Q2_K and Q3_K, and for the other K-quants
+// where rows are a single step (n_in <= 2048), as measured on an H200 (gemv_quant_direct.cu).
+bool DirectFor(DType t0, int n_steps) {
+  const int d = g_direct.load(std::memory_order_relaxed);
+  const bool k_quant = t0 == DType::kQ2_K || t0 == DType::kQ3_K || t0 == DType::kQ4_K || t0 == DType::kQ5_K ||
+                       t0 == DType::kQ6_K;
+  if (d == 0 || !k_quant) return false;
+  return d > 0 || t0 == DType::kQ2_K || t0 == DType::kQ3_K || n_steps == 1;
+}
 
 // Launches the weights ws[order[k]] (those of t0 first, then those of t1; t1 == t0: one type)
 // in launches of up to kMaxSegs weights.
@@ -100,6 +112,15 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
       // 8B Q4_K_M, whose launches are K-quants, loses with them: 497 -> 469).
       if (c0 == DType::kQ8_0 && !mixed && HighBandwidthDevice()) groups_per_block = 0;
     }
+    if (n_tok == 1 && a.aligned && DirectFor(c0, a.n_steps)) {
+      QuantArgs ad = a;
+      ad.n_tok = 1;
+      ad.x = x;
+      ad.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, kDirectStepsPerWarp, g_want_warps);
+      const int rows_per_block_d = kWarps / ad.wpr;
+      const int blocks_d = (a.segs.total_rows + rows_per_block_d - 1) / rows_per_block_d;
+      if (LaunchGemvQuantDirect(c0, mixed ? t1 : c0, ad, blocks_d, GemvProgrammaticLaunch(), stream)) continue;
+    }
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
       QuantArgs at = a;
       at.n_tok = static_cast<int>(std::min<int64_t>(kMaxTok, n_tok - t0));
@@ -134,6 +155,7 @@ void SetGemvOptions(const GemvOptions& o) {
   g_pdl.store(o.pdl);
   g_groups_per_block.store(o.groups_per_block);
   g_split_stages.store(o.split_stages);
+  g_direct.store(o.quant_direct);
   gemv::SetFloatGemvOptions(o);
 }
 

@@ -101,6 +101,9 @@ struct GemvOptions {
   int64_t float_split4_units = -1;
   int groups_per_block = -1;
   int split_stages = 2;
+  // One-token GEMVs of K-quant weights read in place (gemv_quant_direct.cu) instead of staged in
+  // shared memory: 1 on, 0 off, -1 the measured default (HERD_CUDA_GEMV_DIRECT).
+  int quant_direct = -1;
 };
 bool GemvProgrammaticLaunch();
 void SetGemvOptions(const GemvOptions& options);

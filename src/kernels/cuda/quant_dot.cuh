@@ -108,6 +108,9 @@ HERD_HD uint32_t U16At(const uint8_t* p) { return *reinterpret_cast<const uint16
 HERD_HD uint32_t U32At(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
 // N little-endian words from p (2-byte aligned): aligned 4-byte loads, one funnel shift each.
+// Reads only the aligned words that hold bytes p .. p + 4N - 1 (a 4-byte aligned p skips the
+// last one), so a block read from global memory never touches the bytes past the 4-byte word
+// holding its last byte (gemv_quant_direct.cu reads K-quant blocks in place).
 template <int N>
 HERD_HD void Words(const uint8_t* p, uint32_t (&out)[N]) {
 #ifdef __CUDA_ARCH__
@@ -116,7 +119,7 @@ HERD_HD void Words(const uint8_t* p, uint32_t (&out)[N]) {
   uint32_t lo = a[0];
   HERD_UNROLL
   for (int k = 0; k < N; ++k) {
-    const uint32_t hi = a[k + 1];
+    const uint32_t hi = k + 1 < N || sh != 0 ? a[k + 1] : 0u;
     out[k] = __funnelshift_r(lo, hi, sh);
     lo = hi;
   }
