@@ -3,11 +3,11 @@
 // memory into registers with Lane<T>::Load, the decode the staged kernel (gemv_quant_kernel.cuh)
 // runs on its shared-memory copy. Without the copy, its ring bookkeeping and the warp barriers,
 // a warp runs well under half the staged kernel's instructions (ncu on an H200, 8B Q4_K 4096 ->
-// 14336: 615 per staged warp of two steps), but holds the loaded words in registers (64-80),
+// 14336: 615 per staged warp of two steps), but holds the loaded words in registers (48-80),
 // so fewer warps are resident. Measured on an H200 (bench/results/cuda-session22-2026-11-28.md)
-// it wins for Q2_K and Q3_K (whose decode costs most; 8B Q3_K lm_head 136 -> 105 us) and for
-// rows of a single 2048-value step (1B-class models: lm_head 49.9 -> 44.3 us in Q4_K), and
-// loses or ties for Q4_K..Q6_K rows of several steps; matmul_gemv.cu picks it accordingly.
+// it wins for Q3_K (whose decode from shared memory costs most; 8B lm_head 136 -> 105 us) and
+// for rows of a single 2048-value step (1B-class models: lm_head 49.9 -> 44.3 us in Q4_K), and
+// loses or ties for the other K-quants' rows of several steps; matmul_gemv.cu picks it so.
 //
 // Work split: the staged kernel's (a block of kWarps warps covers kWarps / wpr rows; the wpr
 // warps of a row take its steps interleaved and add their sums through shared memory), one row
@@ -59,8 +59,8 @@ __device__ __forceinline__ void DirectRow(const uint8_t* __restrict__ w, const Q
 }
 
 // One token; rows from a.t1_row0 on are of type T1 (T1 == T0: one type). a.wpr: 1, 2 or 4.
-// kSteps: 1 where every part is a single step (fewer registers: 64-72 for Q4_K against 72-80,
-// more resident warps), else 2.
+// kSteps: 1 where every part is a single step (fewer registers, more resident warps: 56 for
+// Q4_K, 64 with Q6_K partners, against 72 / 80 with 2), else 2.
 template <DType T0, DType T1, int kSteps>
 __global__ void __launch_bounds__(kWarps * 32) GemvQuantDirectKernel(const __grid_constant__ QuantArgs a) {
   PdlTrigger();

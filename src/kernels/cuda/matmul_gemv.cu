@@ -62,14 +62,16 @@ const bool g_wave_rule = EnvOn("HERD_CUDA_GEMV_WAVE_RULE");
 std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
 
 // Whether a one-token launch of t0 weights (with their partner) of n_steps steps per row reads
-// them in place (gemv_quant_direct.cu): by default for Q2_K and Q3_K, and for the other K-quants
-// where rows are a single step (n_in <= 2048), as measured on an H200 (gemv_quant_direct.cu).
+// them in place (gemv_quant_direct.cu): by default for Q3_K, and for the other K-quants where
+// rows are a single step (n_in <= 2048). H200 tg128, staged -> default: 1B Q4_K_M 2,008 ->
+// 2,094, Q6_K 1,533 -> 1,712, Q3_K_M 1,783 -> 1,948; 8B Q3_K_M 417.3 -> 438.9; 8B Q2_K
+// loses with Q2_K rows of several steps in place (526.9 -> 519.1), so they stay staged.
 bool DirectFor(DType t0, int n_steps) {
   const int d = g_direct.load(std::memory_order_relaxed);
   const bool k_quant = t0 == DType::kQ2_K || t0 == DType::kQ3_K || t0 == DType::kQ4_K || t0 == DType::kQ5_K ||
                        t0 == DType::kQ6_K;
   if (d == 0 || !k_quant) return false;
-  return d > 0 || t0 == DType::kQ2_K || t0 == DType::kQ3_K || n_steps == 1;
+  return d > 0 || t0 == DType::kQ3_K || n_steps == 1;
 }
 
 // Launches the weights ws[order[k]] (those of t0 first, then those of t1; t1 == t0: one type)
