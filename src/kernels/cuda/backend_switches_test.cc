@@ -82,8 +82,8 @@ TEST(BackendSwitchesTest, ZeroTurnsTheColumnLimitsOff) {
   ScopedEnv env(
       Vars{{"HERD_CUDA_NORM_IN_GEMV", "0"}, {"HERD_CUDA_NORM_IN_QKV", "0"}, {"HERD_CUDA_NORM_IN_GEMV_Q8_0", "0"}});
   const BackendSwitches s = BackendSwitches::FromEnv();
-  EXPECT_EQ(s.norm_in_gemv_max_cols, 0);                // no row is short enough
-  EXPECT_EQ(s.norm_in_qkv_min_cols, INT64_MAX);         // no row is long enough
+  EXPECT_EQ(s.norm_in_gemv_max_cols, 0);         // no row is short enough
+  EXPECT_EQ(s.norm_in_qkv_min_cols, INT64_MAX);  // no row is long enough
   EXPECT_EQ(s.norm_in_gemv_q8_0_min_cols, INT64_MAX);
 }
 

@@ -285,11 +285,11 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
         gemv_options.float_split4_units = run.float_split4_units;
         gemv_options.quant_direct = run.quant_direct;
         internal::SetGemvOptions(gemv_options);
-        SCOPED_TRACE(std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) +
-                     " n_in=" + std::to_string(s.n_in) + " n_tok=" + std::to_string(s.n_tok) + " path=" +
-                     std::to_string(static_cast<int>(mp)) + " float_vectors=" + std::to_string(run.float_vectors) +
-                     " split4=" + std::to_string(run.float_split4_units) +
-                     " direct=" + std::to_string(run.quant_direct));
+        SCOPED_TRACE(
+            std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in) +
+            " n_tok=" + std::to_string(s.n_tok) + " path=" + std::to_string(static_cast<int>(mp)) +
+            " float_vectors=" + std::to_string(run.float_vectors) +
+            " split4=" + std::to_string(run.float_split4_units) + " direct=" + std::to_string(run.quant_direct));
         HERD_CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, s.n_tok * s.n_out * 4, stream));  // NaN
         if (mp == MatMulPath::kTensorCoreFused && Traits(type).quantized && s.n_in % 2048 == 0) {
           EXPECT_TRUE(internal::GemmQuantTcSupports(view)) << "the fused kernel must take this weight";
