@@ -101,6 +101,13 @@ __device__ __forceinline__ void DotStep(const uint8_t* buf, const QuantizedActiv
 #ifndef HERD_GEMV_NO_MATH
 #define HERD_GEMV_NO_MATH 0
 #endif
+// HERD_GEMV_FAST_SETUP=0 (variant builds, A/B runs): the work split's per-block values by integer
+// divisions (three, ~70 of a one-token warp's ~615 instructions at 8B) instead of shifts by
+// log2(wpr) and, where a block has a single row group, no division at all. H200 tg128 8B Q4_K_M
+// 490.6 -> 499.7 tok/s with the shifts (8B Q4_K lm_head 90.6 -> 79.8 us); 8B Q8_0 381.3 -> 380.5.
+#ifndef HERD_GEMV_FAST_SETUP
+#define HERD_GEMV_FAST_SETUP 1
+#endif
 
 // Copies a step of `bytes` from src to dst (both 16-byte aligned) by the 32 lanes of a warp:
 // kFull (a whole step of the type) unrolled, else StageCopy's loop.
@@ -137,14 +144,18 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? HERD_GEMV_MIN_BLOCKS : 
   __shared__ __align__(16) uint8_t smem[kWarps][kStages][kBuf];
   PdlTrigger();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wpr = a.wpr, rpb = kWarps / wpr;
-  const int part = warp % wpr;
+  const int wpr = a.wpr;                 // 1, 2 or 4 (WarpsPerRow)
+  const int wpr_log2 = 31 - __clz(wpr);  // HERD_GEMV_FAST_SETUP: shifts for the divisions by wpr
+  const int rpb = HERD_GEMV_FAST_SETUP ? kWarps >> wpr_log2 : kWarps / wpr;
+  const int part = HERD_GEMV_FAST_SETUP ? warp & (wpr - 1) : warp % wpr;
   const int total = a.segs.total_rows;
   const int row_stride = gridDim.x * rpb;
-  const int first_row = blockIdx.x * rpb + warp / wpr;
+  const int first_row = blockIdx.x * rpb + (HERD_GEMV_FAST_SETUP ? warp >> wpr_log2 : warp / wpr);
   const int r0 = blockIdx.x * rpb;
-  const int groups = r0 < total ? (total - r0 + row_stride - 1) / row_stride : 0;  // block-uniform
-  const int sp = (a.n_steps + wpr - 1) / wpr;  // steps per part (the last part may have fewer)
+  const int rem = total - r0;  // groups: block-uniform; one where the grid covers the rest at once
+  const int groups = rem <= 0 ? 0 : HERD_GEMV_FAST_SETUP && rem <= row_stride ? 1 : (rem + row_stride - 1) / row_stride;
+  // steps per part (the last part may have fewer)
+  const int sp = HERD_GEMV_FAST_SETUP ? (a.n_steps + wpr - 1) >> wpr_log2 : (a.n_steps + wpr - 1) / wpr;
   const int len = groups * sp;
   const float inv_sp = 1.f / static_cast<float>(sp);
   constexpr bool kEarly = NT == 1 && kEarlyAct && HERD_GEMV_ACT_EARLY && (T0 == T1 || HERD_GEMV_ACT_EARLY_MIXED);
