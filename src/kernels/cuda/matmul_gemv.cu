@@ -18,7 +18,9 @@
 // 16-byte); in a step, lane L decodes its 64 weight codes (quant_dot.cuh: a quarter of a
 // K-quant block or two 32-value blocks) once and multiplies them by dp4a with the int8
 // activations of every token row (the reference's activation format, quant_act.cu), scaling
-// the integer block sums exactly as ref::VecDot does.
+// the integer block sums exactly as ref::VecDot does. One-token launches of Q3_K, and of the
+// other K-quants where rows are one step, read the weights in place instead (DirectFor below,
+// gemv_quant_direct.cu: the same decode and sums, no shared-memory ring).
 //
 // Ordering (programmatic dependent launch, PDL): the activation quantization kernel and the
 // quantized GEMV are launched with programmatic stream serialization, so each may start while
