@@ -2,12 +2,13 @@
 // its own bytes of a step (a quarter of a 256-value block, quant_dot.cuh) straight from global
 // memory into registers with Lane<T>::Load, the decode the staged kernel (gemv_quant_kernel.cuh)
 // runs on its shared-memory copy. Without the copy, its ring bookkeeping and the warp barriers,
-// a warp runs well under half the staged kernel's instructions (ncu on an H200, 8B Q4_K 4096 ->
-// 14336: 615 per staged warp of two steps), but holds the loaded words in registers (48-80),
-// so fewer warps are resident. Measured on an H200 (bench/results/cuda-session22-2026-11-28.md)
-// it wins for Q3_K (whose decode from shared memory costs most; 8B lm_head 136 -> 105 us) and
-// for rows of a single 2048-value step (1B-class models: lm_head 49.9 -> 44.3 us in Q4_K), and
-// loses or ties for the other K-quants' rows of several steps; matmul_gemv.cu picks it so.
+// a warp runs far fewer instructions (the PTX of the Q4_K instance: ~200 for two steps, setup
+// and reduction included; the staged kernel executes 615 SASS instructions per warp of two steps,
+// ncu on an H200, 8B Q4_K 4096 -> 14336; the direct kernel's SASS was not counted), but holds
+// the loaded words in registers (48-80), so fewer warps are resident. Measured on an H200
+// (bench/results/cuda-session22-2026-11-28.md) it wins for Q3_K (whose decode from shared memory costs most; 8B lm_head
+// 136 -> 105 us) and for rows of a single 2048-value step (1B-class models: lm_head 49.9 -> 44.3 us in Q4_K), and loses
+// or ties for the other K-quants' rows of several steps; matmul_gemv.cu picks it so.
 //
 // Work split: the staged kernel's (a block of kWarps warps covers kWarps / wpr rows; the wpr
 // warps of a row take its steps interleaved and add their sums through shared memory), one row
@@ -19,8 +20,6 @@
 // (Words in quant_dot.cuh reads no word past the one holding a block's last byte), so nothing
 // past a weight's last byte is read. 32-value blocks (Q8_0: 34 bytes) would read up to 3 bytes
 // past it; they stay staged.
-#include <climits>
-
 #include "kernels/cuda/gemv_quant_kernel.cuh"
 
 namespace herd::cuda::internal::gemv {
@@ -91,33 +90,25 @@ void Launch(const QuantArgs& a, int blocks, bool pdl, cudaStream_t stream) {
               dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32), 0, stream, a);
 }
 
-// T alone, or with its MixPartner (false where it has none).
-template <DType T>
-bool LaunchType(bool mixed, const QuantArgs& a, int blocks, bool pdl, cudaStream_t stream) {
-  if (!mixed) {
-    Launch<T, T>(a, blocks, pdl, stream);
-  } else if constexpr (MixPartner(T) != T) {
-    Launch<T, MixPartner(T)>(a, blocks, pdl, stream);
-  } else {
-    return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool LaunchGemvQuantDirect(DType t0, DType t1, const QuantArgs& a, int blocks, bool pdl, cudaStream_t stream) {
-  if (a.n_tok != 1 || !a.aligned || (a.wpr & (a.wpr - 1)) != 0) return false;
+  if (a.n_tok != 1 || !a.aligned || a.wpr < 1 || (a.wpr & (a.wpr - 1)) != 0) return false;
   const bool mixed = t0 != t1;
   if (mixed && MixPartner(t0) != t1) return false;
-  switch (t0) {
-    case DType::kQ2_K: return LaunchType<DType::kQ2_K>(mixed, a, blocks, pdl, stream);
-    case DType::kQ3_K: return LaunchType<DType::kQ3_K>(mixed, a, blocks, pdl, stream);
-    case DType::kQ4_K: return LaunchType<DType::kQ4_K>(mixed, a, blocks, pdl, stream);
-    case DType::kQ5_K: return LaunchType<DType::kQ5_K>(mixed, a, blocks, pdl, stream);
-    case DType::kQ6_K: return LaunchType<DType::kQ6_K>(mixed, a, blocks, pdl, stream);
-    default: return false;
-  }
+  bool launched = false;
+  DispatchQuant(t0, [&]<DType T>() {
+    if constexpr (QBlock<T>::kValues == 256) {  // the K-quants; T alone or with its partner
+      if (!mixed) {
+        Launch<T, T>(a, blocks, pdl, stream);
+        launched = true;
+      } else if constexpr (MixPartner(T) != T) {
+        Launch<T, MixPartner(T)>(a, blocks, pdl, stream);
+        launched = true;
+      }
+    }
+  });
+  return launched;
 }
 
 }  // namespace herd::cuda::internal::gemv

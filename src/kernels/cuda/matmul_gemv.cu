@@ -70,9 +70,7 @@ std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
 // loses with Q2_K rows of several steps in place (526.9 -> 519.1), so they stay staged.
 bool DirectFor(DType t0, int n_steps) {
   const int d = g_direct.load(std::memory_order_relaxed);
-  const bool k_quant =
-      t0 == DType::kQ2_K || t0 == DType::kQ3_K || t0 == DType::kQ4_K || t0 == DType::kQ5_K || t0 == DType::kQ6_K;
-  if (d == 0 || !k_quant) return false;
+  if (d == 0 || Traits(t0).block_size != 256) return false;  // K-quant weights only
   return d > 0 || t0 == DType::kQ3_K || n_steps == 1;
 }
 
