@@ -87,18 +87,6 @@ struct HtcArgs {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Calls f(k, t, r) for each of a consumer thread's accumulators acc[k] (wgmma m64nN layout):
-// acc[4 j + 2 half + e] is token t = 8 j + e and weight row r = 8 half past the thread's first.
-template <int kN, typename F>
-__device__ __forceinline__ void ForEachAcc(F f) {
-#pragma unroll
-  for (int j = 0; j < kN / 8; ++j)
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) f(4 * j + 2 * half + e, 8 * j + e, 8 * half);
-}
-
 // The producer thread: stage i of this CTA's n (K range from stage st0) into ring slot i % kS,
 // the weights of the first kS stages before PdlWait (no kernel writes them), x after it.
 template <int kN, bool kGlu>
@@ -248,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
     if (wg == 1) return;
     const int valid = min(kRows / 2, a.seg.out.n_out[0] - row_in_seg);
-    ForEachAcc<kN>([&](int k, int dt, int dr) {
+    ForEachWgmmaAcc<kN>([&](int k, int dt, int dr) {
       const int tok = t0 + dt, r = r0 + dr;
       if (tok >= a.n_tok || r >= valid) return;
       const float v = Silu(acc[k]) * up[k * 128 + ct];  // as SwiGlu
@@ -270,7 +258,7 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
                              : a.partial + static_cast<int64_t>(split) * a.n_tok * a.seg.out.total_rows +
                                    a.seg.out.row0[seg] + row_in_seg;
     const int64_t pitch = a.splits == 1 ? a.seg.out.n_out[seg] : a.seg.out.total_rows;
-    ForEachAcc<kN>([&](int k, int dt, int dr) {
+    ForEachWgmmaAcc<kN>([&](int k, int dt, int dr) {
       if (t0 + dt < a.n_tok && r0 + dr < valid_rows) y[(t0 + dt) * pitch + r0 + dr] = acc[k];
     });
     return;
@@ -280,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 2) GemmHalfTcKernel(const __grid_con
   float* red = reinterpret_cast<float*>(smem_unaligned + (base - SmemAddr(smem_unaligned)));
   const int tl = 2 * (lane & 3);
   asm volatile("bar.sync 1, 256;\n" ::: "memory");  // both warpgroups are done reading the stages
-  ForEachAcc<kN>([&](int k, int dt, int dr) { red[(tl + dt) * kRedPitch + r0 + dr] = acc[k]; });
+  ForEachWgmmaAcc<kN>([&](int k, int dt, int dr) { red[(tl + dt) * kRedPitch + r0 + dr] = acc[k]; });
   ClusterReduce<kN>(a, seg, row_in_seg, tok0, base - SmemAddr(smem_unaligned), smem_unaligned);
 #else
   __trap();  // the host launches this kernel only on sm_90 (GemmHalfTcAvailable)
@@ -460,6 +448,7 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                    void* half_out, bool half_out_bf16, cudaStream_t stream) {
   if (n_tok == 0) return;
+  if (GemmHalfTcGluWide(gate, up, x_half, n_tok, out, half_out, half_out_bf16, stream)) return;
   HERD_CHECK_MSG(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols() &&
                      GemmHalfTcSupports(gate) && GemmHalfTcSupports(up),
                  "GemmHalfTcGlu: gate and up must share a supported type and shape");

@@ -149,6 +149,14 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
 // same 64 up rows; no split-K). Gate and up: one supported type and shape; x as for GemmHalfTc.
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                    void* half_out, bool half_out_bf16, cudaStream_t stream);
+// GemmHalfTcGlu's work for n_tok > 64 in tiles of 128 gate + 128 up rows (half the L2 reads of x
+// per weight byte; matmul_half_tc_glu_wide.cu), bit-identical results; false, launching nothing,
+// with n_tok <= 64 or unless switched on: SetGemmHalfTcGluWide / HERD_CUDA_HALF_TC_GLU_WIDE 1
+// (launches of at least 3/4 as many CTAs as SMs), 2 (always); 0, the default (not yet measured),
+// off. GemmHalfTcGlu calls it first.
+bool GemmHalfTcGluWide(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
+                       void* half_out, bool half_out_bf16, cudaStream_t stream);
+void SetGemmHalfTcGluWide(int mode);
 // Rows [row0, row0 + n_rows) of a quantized w dequantized to half: out [n_rows, w.cols()].
 // Each value is computed in float exactly as ref::DequantizeRow does, then rounded to half.
 void DequantizeRowsToHalf(const TensorView& w, int64_t row0, int64_t n_rows, void* out, cudaStream_t stream);

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fp16.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -106,6 +108,82 @@ TEST(GemmHalfTcTest, AvailableOnHopper) {
   std::vector<uint16_t> w(64 * 8);
   const TensorView view = TensorView::Matrix(DType::kF16, 8, 64, w.data());
   EXPECT_TRUE(internal::GemmHalfTcSupports(view));
+}
+
+// GemmHalfTcGluWide (128 gate + 128 up rows a CTA) against GemmHalfTcGlu (64 + 64): the same
+// products in the same order, so the same bits, float and half outputs, for F16 and BF16, partial
+// weight and token tiles, K not a multiple of 64, several token tiles; and against double sums.
+TEST(GemmHalfTcTest, WideGluEqualsGlu) {
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << why;
+  if (!internal::GemmHalfTcAvailable()) GTEST_SKIP() << "GemmHalfTc needs an sm_90 GPU";
+  struct Case {
+    bool bf16;
+    int64_t n_ff, n_in, n_tok;
+  };
+  const Case cases[] = {{false, 1000, 4096, 128},
+                        {true, 384, 1000, 100},
+                        {false, 256, 2048, 65},
+                        {false, 200, 512, 300},
+                        {true, 1024, 4104, 129}};
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  cudaStream_t stream;
+  HERD_CUDA_CHECK(cudaStreamCreate(&stream));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.bf16 ? "BF16 " : "F16 ") + std::to_string(c.n_ff) + "x" + std::to_string(c.n_in) +
+                 " n_tok=" + std::to_string(c.n_tok));
+    auto to16 = [&](float v) { return c.bf16 ? Fp32ToBf16(v) : Fp32ToFp16(v); };
+    auto from16 = [&](uint16_t v) { return c.bf16 ? Bf16ToFp32(v) : Fp16ToFp32(v); };
+    const size_t nw = static_cast<size_t>(c.n_ff * c.n_in), ny = static_cast<size_t>(c.n_tok * c.n_ff);
+    std::vector<uint16_t> w(2 * nw), x(static_cast<size_t>(c.n_tok * c.n_in));
+    for (uint16_t& v : w) v = to16(0.05f * nd(rng));
+    for (uint16_t& v : x) v = to16(nd(rng));
+    void *dw, *dx, *dy, *dh;
+    HERD_CUDA_CHECK(cudaMalloc(&dw, w.size() * 2));
+    HERD_CUDA_CHECK(cudaMalloc(&dx, x.size() * 2));
+    HERD_CUDA_CHECK(cudaMalloc(&dy, ny * 4));
+    HERD_CUDA_CHECK(cudaMalloc(&dh, ny * 2));
+    HERD_CUDA_CHECK(cudaMemcpy(dw, w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+    HERD_CUDA_CHECK(cudaMemcpy(dx, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+    const DType type = c.bf16 ? DType::kBF16 : DType::kF16;
+    const TensorView gate = TensorView::Matrix(type, c.n_ff, c.n_in, dw);
+    const TensorView up = TensorView::Matrix(type, c.n_ff, c.n_in, static_cast<uint16_t*>(dw) + nw);
+    std::vector<float> y[2];
+    std::vector<uint16_t> h[2];
+    for (int wide : {0, 1}) {
+      internal::SetGemmHalfTcGluWide(wide ? 2 : 0);
+      HERD_CUDA_CHECK(cudaMemsetAsync(dy, 0xFF, ny * 4, stream));
+      HERD_CUDA_CHECK(cudaMemsetAsync(dh, 0xFF, ny * 2, stream));
+      internal::GemmHalfTcGlu(gate, up, dx, c.n_tok, static_cast<float*>(dy), dh, c.bf16, stream);
+      y[wide].resize(ny);
+      h[wide].resize(ny);
+      HERD_CUDA_CHECK(cudaMemcpyAsync(y[wide].data(), dy, ny * 4, cudaMemcpyDeviceToHost, stream));
+      HERD_CUDA_CHECK(cudaMemcpyAsync(h[wide].data(), dh, ny * 2, cudaMemcpyDeviceToHost, stream));
+      HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
+    internal::SetGemmHalfTcGluWide(0);
+    EXPECT_EQ(std::memcmp(y[0].data(), y[1].data(), ny * 4), 0) << "float outputs differ";
+    EXPECT_EQ(h[0], h[1]) << "half outputs differ";
+    double worst = 0;
+    for (int64_t t = 0; t < c.n_tok; t += 7) {
+      for (int64_t r = 0; r < c.n_ff; r += 11) {
+        double a = 0, b = 0;
+        for (int64_t i = 0; i < c.n_in; ++i) {
+          const double xv = from16(x[t * c.n_in + i]);
+          a += from16(w[r * c.n_in + i]) * xv, b += from16(w[nw + r * c.n_in + i]) * xv;
+        }
+        const double want = a / (1 + std::exp(-a)) * b;
+        worst = std::max(worst, std::fabs(y[1][t * c.n_ff + r] - want) / (1 + std::fabs(want)));
+      }
+    }
+    EXPECT_LE(worst, 1e-4);
+    cudaFree(dw);
+    cudaFree(dx);
+    cudaFree(dy);
+    cudaFree(dh);
+  }
+  HERD_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 }  // namespace

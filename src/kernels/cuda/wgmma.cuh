@@ -96,6 +96,19 @@ __device__ __forceinline__ void WgmmaM64K16<128, true>(float (&d)[64], uint64_t 
   HERD_WGMMA_N128("bf16");
 }
 #undef HERD_WGMMA_N128
+
+// Calls f(k, t, r) for each of a thread's m64nN accumulators d[k] where the B operand's N columns
+// are tokens and A's rows are weight rows: d[4 j + 2 half + e] is token t = 8 j + e (+ 2 (lane %
+// 4)) and weight row r = 8 half past the thread's first (16 w + lane / 4).
+template <int N, typename F>
+__device__ __forceinline__ void ForEachWgmmaAcc(F f) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) f(4 * j + 2 * half + e, 8 * j + e, 8 * half);
+}
 #endif
 
 }  // namespace herd::cuda
