@@ -339,10 +339,12 @@ Status GgufFile::CheckTensorPlacement() const {
     uint64_t begin = 0, end = 0;
     if (__builtin_add_overflow(data_offset_, t.offset, &begin) || __builtin_add_overflow(begin, t.bytes, &end) ||
         end > size_) {
-      return OutOfRange(StrFormat("tensor '%s' (bytes %llu..%llu) extends past end of file (size %llu)", t.name.c_str(),
-                                  static_cast<unsigned long long>(data_offset_ + t.offset),
-                                  static_cast<unsigned long long>(data_offset_ + t.offset + t.bytes),
-                                  static_cast<unsigned long long>(size_)));
+      // (offsets printed apart: their sum may be what overflowed)
+      return OutOfRange(
+          StrFormat("tensor '%s' (%llu bytes at data offset %llu, data section at %llu) extends past "
+                    "end of file (size %llu)",
+                    t.name.c_str(), static_cast<unsigned long long>(t.bytes), static_cast<unsigned long long>(t.offset),
+                    static_cast<unsigned long long>(data_offset_), static_cast<unsigned long long>(size_)));
     }
   }
   // Overlap: sorted by offset, each tensor must end before the next begins.

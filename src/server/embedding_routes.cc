@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 
 #include "protocols/ollama/embed.h"
 #include "protocols/ollama/ollama_api.h"
@@ -177,9 +178,9 @@ void OllamaEmbed(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Respon
       legacy ? ollama::ParseEmbeddingsRequest(body, &er, &error) : ollama::ParseEmbedRequest(body, &er, &error);
   if (!ok) return OllamaFail(*responder, error);
   const std::string name = er.model;
+  const std::optional<double> keep_alive = er.keep_alive_seconds;  // before `er` moves into the callback
   models.Acquire(
-      name, er.keep_alive_seconds,
-      [er = std::move(er), responder, started, legacy](ModelLease model, const api::ApiError& e) {
+      name, keep_alive, [er = std::move(er), responder, started, legacy](ModelLease model, const api::ApiError& e) {
         if (!model) {
           return OllamaFail(*responder, e.kind == api::ErrorKind::kNotFound
                                             ? api::ApiError{e.kind, "model '" + er.model + "' not found", "model", ""}

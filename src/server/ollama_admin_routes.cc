@@ -154,8 +154,8 @@ void Show(AdminState& st, const HttpRequest& req, const std::shared_ptr<Responde
   std::shared_ptr<const ModelSummary> summary;
   if (show.verbose) {
     auto full = SummarizeModel(entry->load.path, true);
-    if (full.ok()) summary = std::make_shared<const ModelSummary>(std::move(full).value());
     if (!full.ok()) return RespondError(*r, {api::ErrorKind::kInternal, full.status().message(), "", ""});
+    summary = std::make_shared<const ModelSummary>(std::move(full).value());
   } else {
     auto cached = st.summaries.Get(entry->load.path);
     if (!cached.ok()) return RespondError(*r, {api::ErrorKind::kInternal, cached.status().message(), "", ""});

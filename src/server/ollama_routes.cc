@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 
 #include "protocols/ollama/ollama_api.h"
 #include "server/embedding_routes.h"
@@ -133,8 +134,9 @@ void Chat(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder> re
   if (!ollama::ParseChatRequest(body, &chat, &error)) return RespondError(*responder, error);
   const std::string name = chat.model;
   const bool empty = chat.messages.empty();
-  const uint64_t affinity = AffinityKey(chat);  // before `chat` moves into the callback
-  WithModel(models, name, chat.keep_alive_seconds, empty, affinity, responder,
+  const uint64_t affinity = AffinityKey(chat);  // these before `chat` moves into the callback
+  const std::optional<double> keep_alive = chat.keep_alive_seconds;
+  WithModel(models, name, keep_alive, empty, affinity, responder,
             [chat = std::move(chat), responder](ModelLease model, int64_t load_ns) {
               if (chat.messages.empty()) {  // a load (or unload) request
                 json j = ollama::ChatDone(chat.model, Now(), "", model ? "load" : "unload", {});
@@ -160,8 +162,9 @@ void Generate(ModelRegistry& models, HttpRequest& req, std::shared_ptr<Responder
   }
   const std::string name = gen.model;
   const bool empty = gen.prompt.empty();
-  const uint64_t affinity = AffinityKey(gen);  // before `gen` moves into the callback
-  WithModel(models, name, gen.keep_alive_seconds, empty, affinity, responder,
+  const uint64_t affinity = AffinityKey(gen);  // these before `gen` moves into the callback
+  const std::optional<double> keep_alive = gen.keep_alive_seconds;
+  WithModel(models, name, keep_alive, empty, affinity, responder,
             [gen = std::move(gen), responder](ModelLease model, int64_t load_ns) {
               if (gen.prompt.empty()) {  // a load (or unload) request
                 json j = ollama::GenerateDone(gen.model, Now(), "", model ? "load" : "unload", {});

@@ -203,7 +203,7 @@ class RegexCompiler {
       case '\\': {
         Regex::ClassItem item;
         uint32_t lit;
-        bool is_class;
+        bool is_class = false;
         HERD_RETURN_IF_ERROR(ParseEscape(&item, &lit, &is_class));
         if (is_class) {
           Regex::Class cls;
@@ -314,7 +314,7 @@ class RegexCompiler {
       Regex::ClassItem item;
       uint32_t lo = c;
       if (c == '\\') {
-        bool is_class;
+        bool is_class = false;
         HERD_RETURN_IF_ERROR(ParseEscape(&item, &lo, &is_class));
         if (is_class) {
           cls.items.push_back(item);
@@ -328,7 +328,7 @@ class RegexCompiler {
         ++i_;
         uint32_t h = p_[i_++];
         if (h == '\\') {
-          bool is_class;
+          bool is_class = false;
           Regex::ClassItem dummy;
           HERD_RETURN_IF_ERROR(ParseEscape(&dummy, &h, &is_class));
           if (is_class) return Error("class escape as a range end");
