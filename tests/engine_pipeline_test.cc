@@ -147,6 +147,24 @@ TEST(EnginePipelineTest, GreedyBatchesAcrossChunkedPrefillAndLateArrivals) {
   }
 }
 
+// Every Step() that runs or queues a pass says so (Engine::Loop waits up to 5 ms after a Step()
+// that returns false): also one that queues its pass while none was in flight, as the first
+// pass after a prompt does. Its time counts in the stats like any other step's.
+TEST(EnginePipelineTest, StepsThatQueueAPassReportThatTheyRan) {
+  EngineSetup setup;
+  setup.pipeline = EngineOptions::Pipeline::kOn;
+  Fixture f = Make(setup);
+  auto s = f.engine->Submit(Greedy(Prompt(20, 0, Vocab()), 8));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  int steps = 0, idle = 0;
+  for (; f.engine->Busy() && steps < 1000; ++steps) idle += f.engine->Step() ? 0 : 1;
+  EXPECT_EQ(idle, 0) << "of " << steps << " steps";
+  const EngineStats st = f.engine->stats();
+  EXPECT_GT(st.queued_steps, 0);
+  EXPECT_GT(st.step_seconds, 0);
+  f.engine->Stop();
+}
+
 TEST(EnginePipelineTest, PreemptionOfSequencesWhoseTokenIsInFlight) {
   std::vector<Arrival> a;
   for (int i = 0; i < 5; ++i) a.push_back({0, Greedy(Prompt(30 + 11 * i, 100 + i, Vocab()), 40)});

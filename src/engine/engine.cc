@@ -265,6 +265,7 @@ bool Engine::Step() {
     decode_only = decode_only && c.n_tokens == 1 && c.seq->n_computed >= c.seq->n_prompt;
   }
   const int64_t step_tokens = static_cast<int64_t>(step.chunks.size());
+  const bool scheduled = !step.empty();  // (step may move into in_flight_ below)
   Status st = Status::Ok();
   double forward = 0;
   if (!step.empty()) {
@@ -321,7 +322,7 @@ bool Engine::Step() {
   }
   current_step_ = nullptr;
   current_out_ = nullptr;
-  const bool ran = !step.empty() || had_in_flight;
+  const bool ran = scheduled || had_in_flight;
   if (ran) {
     const double seconds = std::chrono::duration<double>(EngineClock::now() - start).count();
     stats_.forward_seconds += forward;
