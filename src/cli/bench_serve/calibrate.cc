@@ -1,5 +1,6 @@
 #include "cli/bench_serve/calibrate.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace herd::bench {
@@ -88,7 +89,7 @@ Calibration Calibrate(HttpClient& client, const HttpUrl& url, const RequestOptio
   if (long_tokens && short_tokens && *long_tokens > *short_tokens) {
     c.method = "usage";
     c.tokens_per_word = static_cast<double>(*long_tokens - *short_tokens) / (kLong - kShort);
-    c.template_overhead = static_cast<int>(*short_tokens - static_cast<int64_t>(c.tokens_per_word * kShort + 0.5));
+    c.template_overhead = static_cast<int>(*short_tokens - std::lround(c.tokens_per_word * kShort));
     c.note = "no tokenize route (" + why_tokenize + ")";
   } else {
     c.note = "no tokenize route (" + why_tokenize + "); no usage (" +
