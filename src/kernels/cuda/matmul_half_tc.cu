@@ -448,11 +448,11 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                    void* half_out, bool half_out_bf16, cudaStream_t stream) {
   if (n_tok == 0) return;
-  if (GemmHalfTcGluWide(gate, up, x_half, n_tok, out, half_out, half_out_bf16, stream)) return;
   HERD_CHECK_MSG(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols() &&
                      GemmHalfTcSupports(gate) && GemmHalfTcSupports(up),
                  "GemmHalfTcGlu: gate and up must share a supported type and shape");
   HERD_CHECK_MSG((reinterpret_cast<uintptr_t>(x_half) & 15) == 0, "GemmHalfTcGlu: x must be 16-byte aligned");
+  if (GemmHalfTcGluWide(gate, up, x_half, n_tok, out, half_out, half_out_bf16, stream)) return;
   const bool bf16 = gate.type == DType::kBF16;
   const int64_t n_in = gate.cols();
   const int kn = TokenTile(n_tok, /*glu=*/true);

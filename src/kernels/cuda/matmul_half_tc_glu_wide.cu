@@ -15,7 +15,7 @@
 // gate rows 64 g.. and the same up rows, 4 wgmma m64n128k16 for each per stage, and keeps both
 // sums in registers (2 x 64 floats a thread): the SwiGLU is computed in registers, with no
 // exchange through shared memory. The products and their order are GemmHalfTcGlu's, so the
-// outputs are the same bits.
+// outputs should be the same bits (what its test checks; not yet run on a GPU).
 //
 // Status: NOT yet run on a GPU (written after session 23's device time was spent). Off unless
 // HERD_CUDA_HALF_TC_GLU_WIDE=1 (where the launch has >= 3/4 as many CTAs as SMs) or 2 (always),
@@ -181,10 +181,6 @@ bool GemmHalfTcGluWide(const TensorView& gate, const TensorView& up, const void*
   const int mode = WideMode().load(std::memory_order_relaxed);
   const int64_t ctas = (n_tok + kN - 1) / kN * ((gate.rows() + kRows - 1) / kRows);
   if (mode <= 0 || n_tok <= 64 || (mode == 1 && 4 * ctas < 3 * int64_t{MultiProcessors()})) return false;
-  HERD_CHECK_MSG(gate.type == up.type && gate.rows() == up.rows() && gate.cols() == up.cols() &&
-                     GemmHalfTcSupports(gate) && GemmHalfTcSupports(up),
-                 "GemmHalfTcGluWide: gate and up must share a supported type and shape");
-  HERD_CHECK_MSG((reinterpret_cast<uintptr_t>(x_half) & 15) == 0, "GemmHalfTcGluWide: x must be 16-byte aligned");
   HERD_CHECK(n_tok < INT_MAX / 128 && (gate.rows() + kRows - 1) / kRows < 65536);
   const bool bf16 = gate.type == DType::kBF16;
   const int64_t n_in = gate.cols();

@@ -150,10 +150,11 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                    void* half_out, bool half_out_bf16, cudaStream_t stream);
 // GemmHalfTcGlu's work for n_tok > 64 in tiles of 128 gate + 128 up rows (half the L2 reads of x
-// per weight byte; matmul_half_tc_glu_wide.cu), bit-identical results; false, launching nothing,
-// with n_tok <= 64 or unless switched on: SetGemmHalfTcGluWide / HERD_CUDA_HALF_TC_GLU_WIDE 1
-// (launches of at least 3/4 as many CTAs as SMs), 2 (always); 0, the default (not yet measured),
-// off. GemmHalfTcGlu calls it first.
+// per weight byte; matmul_half_tc_glu_wide.cu), expected to give the same bits (its test checks
+// it; not yet run on a GPU). Arguments as GemmHalfTcGlu has checked them: GemmHalfTcGlu calls it
+// first. False, launching nothing, with n_tok <= 64 or unless switched on: SetGemmHalfTcGluWide /
+// HERD_CUDA_HALF_TC_GLU_WIDE 1 (launches of at least 3/4 as many CTAs as SMs), 2 (always); 0, the
+// default (not yet measured), off.
 bool GemmHalfTcGluWide(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                        void* half_out, bool half_out_bf16, cudaStream_t stream);
 void SetGemmHalfTcGluWide(int mode);
