@@ -14,13 +14,14 @@
 // stage's FULL mbarrier, kStages = 4 ahead (192 KB). Two consumer warpgroups: warpgroup g takes
 // gate rows 64 g.. and the same up rows, 4 wgmma m64n128k16 for each per stage, and keeps both
 // sums in registers (2 x 64 floats a thread): the SwiGLU is computed in registers, with no
-// exchange through shared memory. The products and their order are GemmHalfTcGlu's, so the
-// outputs should be the same bits (what its test checks; not yet run on a GPU).
+// exchange through shared memory. The products and their order are GemmHalfTcGlu's: the outputs
+// are the same bits (GemmHalfTcTest.WideGluEqualsGlu, run on the H200).
 //
-// Status: NOT yet run on a GPU (written after session 23's device time was spent). Off unless
-// HERD_CUDA_HALF_TC_GLU_WIDE=1 (where the launch has >= 3/4 as many CTAs as SMs) or 2 (always),
-// or SetGemmHalfTcGluWide; its test (GemmHalfTcTest.WideGluEqualsGlu) compares it bit for bit
-// with GemmHalfTcGlu.
+// Measured on the H200 (bench/results/cuda-session24-2026-11-28.md): the 8B launch 4096 ->
+// 2 x 14336 at 128 tokens 79 -> 73 us (L2 87.6% -> 78.7% busy) on 112 of the 132 SMs; bench-engine
+// 128 sequences 8B F16 +1.6%, 1B F16 +1.9% (64 CTAs). On by default; HERD_CUDA_HALF_TC_GLU_WIDE=0
+// or SetGemmHalfTcGluWide(0) switches it off. Spreading the 8B launch over all SMs by stream-K
+// lost (90 vs 87 us for the same kernel one CTA a tile; patch in bench/results/patches/).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -154,12 +155,11 @@ __global__ void __launch_bounds__(kThreads, 1) GemmHalfTcGluWideKernel(const __g
 #endif
 }
 
-// 0 off, 1 where the launch has at least 3/4 as many CTAs as the GPU has SMs (one CTA per SM:
-// llama-3.1-8b's 14336 rows make 112 CTAs a token tile, llama-3.2-1b's 8192 only 64), 2 always.
+// HERD_CUDA_HALF_TC_GLU_WIDE: 1 (default) on, 0 off (GemmHalfTcGlu's 64 + 64-row tiles).
 std::atomic<int>& WideMode() {
   static std::atomic<int> mode{[] {
     const char* e = std::getenv("HERD_CUDA_HALF_TC_GLU_WIDE");
-    return e == nullptr ? 0 : std::atoi(e);
+    return e == nullptr ? 1 : std::atoi(e);
   }()};
   return mode;
 }
@@ -179,8 +179,7 @@ void SetGemmHalfTcGluWide(int mode) { WideMode().store(mode); }
 bool GemmHalfTcGluWide(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                        void* half_out, bool half_out_bf16, cudaStream_t stream) {
   const int mode = WideMode().load(std::memory_order_relaxed);
-  const int64_t ctas = (n_tok + kN - 1) / kN * ((gate.rows() + kRows - 1) / kRows);
-  if (mode <= 0 || n_tok <= 64 || (mode == 1 && 4 * ctas < 3 * int64_t{MultiProcessors()})) return false;
+  if (mode <= 0 || n_tok <= 64) return false;
   HERD_CHECK(n_tok < INT_MAX / 128 && (gate.rows() + kRows - 1) / kRows < 65536);
   const bool bf16 = gate.type == DType::kBF16;
   const int64_t n_in = gate.cols();

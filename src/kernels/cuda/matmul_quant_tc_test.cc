@@ -112,7 +112,8 @@ TEST(GemmHalfTcTest, AvailableOnHopper) {
 
 // GemmHalfTcGluWide (128 gate + 128 up rows a CTA) against GemmHalfTcGlu (64 + 64): the same
 // products in the same order, so the same bits, float and half outputs, for F16 and BF16, partial
-// weight and token tiles, K not a multiple of 64, several token tiles; and against double sums.
+// weight and token tiles, K not a multiple of 64, several token tiles, llama-3.1-8b's shape; and
+// against double sums (3e-4 of 1 + |y|: the tensor cores' float sums of 4096 products reach 1.1e-4).
 TEST(GemmHalfTcTest, WideGluEqualsGlu) {
   std::string why;
   if (!DeviceAvailable(&why)) GTEST_SKIP() << why;
@@ -125,7 +126,8 @@ TEST(GemmHalfTcTest, WideGluEqualsGlu) {
                         {true, 384, 1000, 100},
                         {false, 256, 2048, 65},
                         {false, 200, 512, 300},
-                        {true, 1024, 4104, 129}};
+                        {true, 1024, 4104, 129},
+                        {false, 14336, 4096, 128}};
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.f, 1.f);
   cudaStream_t stream;
@@ -152,7 +154,7 @@ TEST(GemmHalfTcTest, WideGluEqualsGlu) {
     std::vector<float> y[2];
     std::vector<uint16_t> h[2];
     for (int wide : {0, 1}) {
-      internal::SetGemmHalfTcGluWide(wide ? 2 : 0);
+      internal::SetGemmHalfTcGluWide(wide);
       HERD_CUDA_CHECK(cudaMemsetAsync(dy, 0xFF, ny * 4, stream));
       HERD_CUDA_CHECK(cudaMemsetAsync(dh, 0xFF, ny * 2, stream));
       internal::GemmHalfTcGlu(gate, up, dx, c.n_tok, static_cast<float*>(dy), dh, c.bf16, stream);
@@ -162,7 +164,7 @@ TEST(GemmHalfTcTest, WideGluEqualsGlu) {
       HERD_CUDA_CHECK(cudaMemcpyAsync(h[wide].data(), dh, ny * 2, cudaMemcpyDeviceToHost, stream));
       HERD_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
-    internal::SetGemmHalfTcGluWide(0);
+    internal::SetGemmHalfTcGluWide(1);
     EXPECT_EQ(std::memcmp(y[0].data(), y[1].data(), ny * 4), 0) << "float outputs differ";
     EXPECT_EQ(h[0], h[1]) << "half outputs differ";
     double worst = 0;
@@ -177,7 +179,7 @@ TEST(GemmHalfTcTest, WideGluEqualsGlu) {
         worst = std::max(worst, std::fabs(y[1][t * c.n_ff + r] - want) / (1 + std::fabs(want)));
       }
     }
-    EXPECT_LE(worst, 1e-4);
+    EXPECT_LE(worst, 3e-4);
     cudaFree(dw);
     cudaFree(dx);
     cudaFree(dy);
