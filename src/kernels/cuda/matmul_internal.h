@@ -146,7 +146,8 @@ void GemmHalfTc(std::span<const TensorView> ws, std::span<float* const> ys, cons
 // does from the two GemmHalfTc sums) and, when half_out is set, the same values rounded to half
 // (half_out_bf16: bfloat16) as ConvertActivations rounds them: the gate/up GEMM with the SwiGLU
 // and the down projection's input conversion in its epilogue (a CTA takes 64 gate rows and the
-// same 64 up rows, above 64 tokens GemmHalfTcGluWide's 128 + 128; no split-K). Gate and up: one supported type and shape; x as for GemmHalfTc.
+// same 64 up rows, above 64 tokens GemmHalfTcGluWide's 128 + 128; no split-K). Gate and up: one
+// supported type and shape; x as for GemmHalfTc.
 void GemmHalfTcGlu(const TensorView& gate, const TensorView& up, const void* x_half, int64_t n_tok, float* out,
                    void* half_out, bool half_out_bf16, cudaStream_t stream);
 // GemmHalfTcGlu's work for n_tok > 64 in tiles of 128 gate + 128 up rows (half the L2 reads of x

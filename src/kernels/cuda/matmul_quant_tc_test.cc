@@ -122,12 +122,8 @@ TEST(GemmHalfTcTest, WideGluEqualsGlu) {
     bool bf16;
     int64_t n_ff, n_in, n_tok;
   };
-  const Case cases[] = {{false, 1000, 4096, 128},
-                        {true, 384, 1000, 100},
-                        {false, 256, 2048, 65},
-                        {false, 200, 512, 300},
-                        {true, 1024, 4104, 129},
-                        {false, 14336, 4096, 128}};
+  const Case cases[] = {{false, 1000, 4096, 128}, {true, 384, 1000, 100},  {false, 256, 2048, 65},
+                        {false, 200, 512, 300},   {true, 1024, 4104, 129}, {false, 14336, 4096, 128}};
   std::mt19937 rng(11);
   std::normal_distribution<float> nd(0.f, 1.f);
   cudaStream_t stream;
