@@ -1,6 +1,7 @@
 #include "server/model_registry.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -50,7 +51,7 @@ std::string Gib(size_t bytes) {
 
 }  // namespace
 
-ModelRegistry::ModelRegistry(RegistryOptions options) : options_(options) {}
+ModelRegistry::ModelRegistry(RegistryOptions options) : options_(std::move(options)) {}
 
 ModelRegistry::~ModelRegistry() {
   {
