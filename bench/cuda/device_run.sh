@@ -15,6 +15,8 @@
 #                                  BIN in turn, ROUNDS times
 #   bench/cuda/device_run.sh envs SHAPE TYPE ROUNDS "A=1 B=2" "C=3"...  decode b=1 (tg128) with each
 #                                  set of variables in turn ("-" for none), ROUNDS times
+#   bench/cuda/device_run.sh engine-envs SHAPE TYPE CONC ROUNDS "A=1 B=2" "-"...  bench-engine as
+#                                  above with each set of variables in turn ("-" for none)
 # Models are generated on the device (random weights, real shapes) into /tmp/models.
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
@@ -96,6 +98,20 @@ case "${1:-}" in
         echo "{\"model\": \"$name\", \"env\": \"$e\", \"result\": $r}" | tee -a "$OUT/envs.jsonl"
       done
     done ;;
-  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | bins SHAPE TYPE ROUNDS BIN... | envs SHAPE TYPE ROUNDS VARS... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
+  engine-envs)
+    m=$(model "$2" "$3")
+    name="$2-$3" conc=$4 rounds=$5
+    shift 5
+    for _ in $(seq "$rounds"); do
+      for e in "$@"; do
+        vars=()
+        [ "$e" != "-" ] && read -r -a vars <<< "$e"
+        r=$(env "${vars[@]}" "$herd" bench-engine -m "$m" --device cuda --requests "$(( conc * 2 ))" \
+          --concurrency "$conc" --prompt-len 512 --gen-len 128 --batch-tokens 8192 --json 2>&1 | tail -1)
+        echo "{\"model\": \"$name\", \"concurrency\": $conc, \"env\": \"$e\", \"result\": $r}" |
+          tee -a "$OUT/engine_envs.jsonl"
+      done
+    done ;;
+  *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | engine-envs SHAPE TYPE CONC ROUNDS VARS... | bins SHAPE TYPE ROUNDS BIN... | envs SHAPE TYPE ROUNDS VARS... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
      exit 2 ;;
 esac
