@@ -35,6 +35,17 @@ model() {  # SHAPE TYPE -> path (generated once)
   fi
   echo "$m"
 }
+each_env() {  # ROUNDS FN SETS...: FN with each set of variables ("A=1 B=2", or "-" for none) in turn
+  local rounds=$1 fn=$2 e
+  shift 2
+  for _ in $(seq "$rounds"); do
+    for e in "$@"; do
+      local vars=()
+      [ "$e" != "-" ] && read -r -a vars <<< "$e"
+      "$fn" "$e" "${vars[@]}"
+    done
+  done
+}
 case "${1:-}" in
   tests)
     "$DEV/herd_cuda_forward_test" 2>&1 | tee "$OUT/forward_test.log" | grep -E "^\[  |agreement|identical|DIFFER|Failure|Expected|Which" ;;
@@ -88,30 +99,30 @@ case "${1:-}" in
     done ;;
   envs)
     m=$(model "$2" "$3")
-    name="$2-$3" rounds=$4
+    name="$2-$3"
+    tg() {
+      local e=$1 r
+      shift
+      r=$(env "$@" "$herd" bench-model -m "$m" --device cuda -p 0 -n 128 -r 3 --json 2>&1 | tail -1)
+      echo "{\"model\": \"$name\", \"env\": \"$e\", \"result\": $r}" | tee -a "$OUT/envs.jsonl"
+    }
+    rounds=$4
     shift 4
-    for _ in $(seq "$rounds"); do
-      for e in "$@"; do
-        vars=()
-        [ "$e" != "-" ] && read -r -a vars <<< "$e"
-        r=$(env "${vars[@]}" "$herd" bench-model -m "$m" --device cuda -p 0 -n 128 -r 3 --json 2>&1 | tail -1)
-        echo "{\"model\": \"$name\", \"env\": \"$e\", \"result\": $r}" | tee -a "$OUT/envs.jsonl"
-      done
-    done ;;
+    each_env "$rounds" tg "$@" ;;
   engine-envs)
     m=$(model "$2" "$3")
-    name="$2-$3" conc=$4 rounds=$5
+    name="$2-$3" conc=$4
+    eng() {
+      local e=$1 r
+      shift
+      r=$(env "$@" "$herd" bench-engine -m "$m" --device cuda --requests "$(( conc * 2 ))" --concurrency "$conc" \
+        --prompt-len 512 --gen-len 128 --batch-tokens 8192 --json 2>&1 | tail -1)
+      echo "{\"model\": \"$name\", \"concurrency\": $conc, \"env\": \"$e\", \"result\": $r}" |
+        tee -a "$OUT/engine_envs.jsonl"
+    }
+    rounds=$5
     shift 5
-    for _ in $(seq "$rounds"); do
-      for e in "$@"; do
-        vars=()
-        [ "$e" != "-" ] && read -r -a vars <<< "$e"
-        r=$(env "${vars[@]}" "$herd" bench-engine -m "$m" --device cuda --requests "$(( conc * 2 ))" \
-          --concurrency "$conc" --prompt-len 512 --gen-len 128 --batch-tokens 8192 --json 2>&1 | tail -1)
-        echo "{\"model\": \"$name\", \"concurrency\": $conc, \"env\": \"$e\", \"result\": $r}" |
-          tee -a "$OUT/engine_envs.jsonl"
-      done
-    done ;;
+    each_env "$rounds" eng "$@" ;;
   *) echo "usage: $0 tests | models SHAPE TYPES... | engine SHAPE TYPE CONCURRENCY | engine-ab SHAPE TYPE CONC VAR [ROUNDS] [VALUES] | engine-bins SHAPE TYPE CONC ROUNDS BIN... | engine-envs SHAPE TYPE CONC ROUNDS VARS... | bins SHAPE TYPE ROUNDS BIN... | envs SHAPE TYPE ROUNDS VARS... | ab SHAPE TYPE VAR [ROUNDS] [VALUES]" >&2
      exit 2 ;;
 esac

@@ -18,10 +18,11 @@
 // are the same bits (GemmHalfTcTest.WideGluEqualsGlu, run on the H200).
 //
 // Measured on the H200 (bench/results/cuda-session24-2026-11-28.md): the 8B launch 4096 ->
-// 2 x 14336 at 128 tokens 79 -> 73 us (L2 87.6% -> 78.7% busy) on 112 of the 132 SMs; bench-engine
-// 128 sequences 8B F16 +1.8% (BF16 +4.6%), 1B F16 +1.4% (64 CTAs). On by default; HERD_CUDA_HALF_TC_GLU_WIDE=0
-// or SetGemmHalfTcGluWide(0) switches it off. Spreading the 8B launch over all SMs by stream-K
-// lost (90 vs 87 us for the same kernel one CTA a tile; patch in bench/results/patches/).
+// 2 x 14336 at 128 tokens 79 -> 73 us (L2 87.6% -> 78.7% busy) on 112 of the 132 SMs;
+// bench-engine, 128 sequences: 8B F16 +1.8% (BF16 +4.6%), 1B F16 +1.4% (64 CTAs). On by default;
+// HERD_CUDA_HALF_TC_GLU_WIDE=0 or SetGemmHalfTcGluWide(0) switches it off. Spreading the 8B launch
+// over all SMs by stream-K lost (90 vs 87 us for the same kernel one CTA a tile; patch in
+// bench/results/patches/).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -34,7 +35,6 @@
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/tma.cuh"
