@@ -8,7 +8,9 @@ DEV="${DEV:-.dev-main}"
 OUT="${OUT:-/tmp/out}"
 export LD_LIBRARY_PATH="$DEV${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$OUT/tests"
-kernels=(herd_cuda_matmul_test herd_cuda_attention_test herd_cuda_backend_test herd_cuda_forward_test)
+# Every herd_cuda_*_test carried (kernel suites: matmul, attention, backend, fused input, draw,
+# quant dot, attention split, forward), then the engine suites.
+mapfile -t kernels < <(find "$DEV" -maxdepth 1 -name 'herd_cuda_*_test' -type f -printf '%f\n' | sort)
 engine=(herd_engine_e2e_test herd_engine_pipeline_test herd_embedding_test herd_engine_json_test
         herd_engine_persistence_test)
 wanted=("$@")
