@@ -32,6 +32,7 @@ BackendSwitches BackendSwitches::FromEnv() {
   if (s.norm_in_gemv_q8_0_min_cols == 0) s.norm_in_gemv_q8_0_min_cols = INT64_MAX;  // 0: off
   s.attn_quant_out = s.fuse_inputs && EnvOn("HERD_CUDA_ATTN_QUANT_OUT", s.attn_quant_out);
   s.attn_half_out = s.fuse_inputs && EnvOn("HERD_CUDA_ATTN_HALF_OUT", s.attn_half_out);
+  s.norm_pdl_after_blas = EnvOn("HERD_CUDA_NORM_PDL_AFTER_BLAS", s.norm_pdl_after_blas);
   return s;
 }
 

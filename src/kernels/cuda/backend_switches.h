@@ -26,6 +26,10 @@ struct BackendSwitches {
   // Attention writes the O projection's half / bfloat16 tensor-core input too
   // (HERD_CUDA_ATTN_HALF_OUT=0: a conversion kernel before O).
   bool attn_half_out = true;
+  // An AddRmsNorm right after a cuBLAS GEMM is launched plainly, not with programmatic dependent
+  // launch (HERD_CUDA_NORM_PDL_AFTER_BLAS=1: with it). H200, 8B F16 at 128 sequences: the norm
+  // after the down projection's split-K reduction took 8.1 us launched early, 4.2 us plainly.
+  bool norm_pdl_after_blas = false;
 
   // The defaults above, overridden by the environment; the fusions depend on fuse / fuse_inputs.
   static BackendSwitches FromEnv();

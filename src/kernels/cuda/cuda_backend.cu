@@ -372,6 +372,8 @@ class CudaBackend final : public Backend {
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
     if (!sw_.fuse) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
+    // Read before BeginOp, which forgets it; nothing pending that BeginOp would launch first.
+    const bool after_blas = matmul_->EndedInCublas() && !pending_norm_ && !pending_split_ && !pending_rope_;
     if (!BeginOp()) return;
     if (next && n_rows == 1 && n_cols <= sw_.norm_in_gemv_max_cols && next->cols() == n_cols &&
         ((Traits(next->type).quantized && Traits(next->type).block_size == 256) ||
@@ -379,7 +381,7 @@ class CudaBackend final : public Backend {
       pending_norm_ = PendingNorm{x, y, weight, eps, n_cols, out, *next};
       return;
     }
-    LaunchAddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, next);
+    LaunchAddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, next, /*pdl=*/!after_blas || sw_.norm_pdl_after_blas);
   }
   // Deferred to the next op: PagedAttention takes it (into its decode kernel where it can), any
   // other op or memory operation launches it first (FlushRope).
@@ -415,8 +417,9 @@ class CudaBackend final : public Backend {
 
   // AddRmsNorm's kernel: with the int8 input of the announced quantized GEMV where it can.
   void LaunchAddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
-                        float* out, const std::optional<TensorView>& next) {
-    if (next && next->cols() == n_cols && matmul_->FusedRmsNorm(next->type, x, y, weight, eps, n_rows, n_cols, out)) {
+                        float* out, const std::optional<TensorView>& next, bool pdl = true) {
+    if (next && next->cols() == n_cols &&
+        matmul_->FusedRmsNorm(next->type, x, y, weight, eps, n_rows, n_cols, out, pdl)) {
       return;
     }
     cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);

@@ -124,6 +124,8 @@ struct MatMulRunner::Impl {
       return x == x2 && n_tok == n_tok2 && n_in == n_in2;
     }
   } prepared;
+  // The last kernel this runner queued was cuBLAS's (EndedInCublas).
+  bool blas_tail = false;
 
   // How the next call with a weight of `type` takes x at n_tok tokens.
   enum class Input { kFloat, kInt8, kHalf, kBf16 };
@@ -183,6 +185,7 @@ struct MatMulRunner::Impl {
       Blas();  // the workspace
       tuned = std::make_unique<internal::TunedGemm>(stream, workspace.ptr, kCublasWorkspace);
     }
+    blas_tail = true;
     if (tuned->Run(a, type, m, k, xh, n_tok, y, ldy)) return;
     const float one = 1.f, zero = 0.f;
     HERD_CUBLAS_CHECK(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_tok),
@@ -195,6 +198,7 @@ struct MatMulRunner::Impl {
     const int64_t n_in = w.cols(), n_out = w.rows();
     switch (w.type) {
       case DType::kF32: {
+        blas_tail = true;
         const float one = 1.f, zero = 0.f;
         HERD_CUBLAS_CHECK(cublasSgemm(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
                                       static_cast<int>(n_tok), static_cast<int>(n_in), &one,
@@ -234,6 +238,7 @@ struct MatMulRunner::Impl {
   // to_half(bf16, buffer), whichever that call takes; records the prepared input on success.
   template <typename ToInt8, typename ToHalf>
   bool Prepare(DType weight_type, const float* out, int64_t n_tok, int64_t n_in, ToInt8 to_int8, ToHalf to_half) {
+    blas_tail = false;
     void* buf = FusedTarget(weight_type, n_tok, n_in);
     if (buf == nullptr) return false;
     Prepared p{out, n_tok, n_in, {}, nullptr, false};
@@ -252,6 +257,7 @@ struct MatMulRunner::Impl {
   void Run(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
     HERD_CHECK(ws.size() == ys.size());
     const Prepared pre = std::exchange(prepared, Prepared{});
+    blas_tail = false;  // herd's kernels queue first, cuBLAS last (TensorCore)
     if (n_tok == 0 || ws.empty()) return;
     const int64_t n_in = ws[0].cols();
     for (const TensorView& w : ws) {
@@ -393,14 +399,14 @@ std::pair<int64_t, int64_t> MatMulRunner::ConcatTokRange() {
 }
 
 bool MatMulRunner::FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok,
-                                int64_t n_in, float* out) {
+                                int64_t n_in, float* out, bool pdl) {
   return impl_->Prepare(
       weight_type, out, n_tok, n_in,
       [&](DType f, void* buf, internal::QuantizedActivations* q) {
-        return internal::RmsNormQuantize(f, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, q);
+        return internal::RmsNormQuantize(f, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, q, pdl);
       },
       [&](bool bf16, void* buf) {
-        return internal::RmsNormToHalf(bf16, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream);
+        return internal::RmsNormToHalf(bf16, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, pdl);
       });
 }
 
@@ -430,7 +436,12 @@ bool MatMulRunner::FusedHalfInput(DType weight_type, const float* out, int64_t n
       weight_type, out, n_tok, n_in, [](DType, void*, internal::QuantizedActivations*) { return false; }, produce);
 }
 
-void MatMulRunner::DropPreparedInput() { impl_->prepared = Impl::Prepared{}; }
+void MatMulRunner::DropPreparedInput() {
+  impl_->prepared = Impl::Prepared{};
+  impl_->blas_tail = false;
+}
+
+bool MatMulRunner::EndedInCublas() const { return impl_->blas_tail; }
 
 bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
                                 const TensorView* next) {
@@ -441,6 +452,7 @@ bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, co
   if (m.UseGemv(gate.type, n_tok)) {
     if (!internal::GemvFloatGlu(gate, up, x, n_tok, out, m.stream)) return false;
     m.prepared = Impl::Prepared{};
+    m.blas_tail = false;
     return true;
   }
   static const bool glu_fused = EnvInt("HERD_CUDA_HALF_TC_GLU", 1) != 0;  // 0: MatMulShared + SwiGlu (A/B runs)
@@ -464,6 +476,7 @@ bool MatMulRunner::MatMulSwiGlu(const TensorView& gate, const TensorView& up, co
       h_out = m.glu_half.Get(static_cast<size_t>(n_tok * n_ff) * 2, m.stream);
     }
   }
+  m.blas_tail = false;
   internal::GemmHalfTcGlu(gate, up, xh, n_tok, out, h_out, h_bf16, m.stream);
   if (h_out != nullptr) m.prepared = Impl::Prepared{out, n_tok, n_ff, {}, h_out, h_bf16};
   return true;

@@ -67,8 +67,9 @@ class MatMulRunner {
   // nothing, where the fusion does not apply; the caller then runs the plain op.
   //   out = RmsNorm(x) * w (y != nullptr: x += y first, as AddRmsNorm), rows of n_in;
   //   out = silu(gate) * up, n_tok rows of n_in.
+  // `pdl` false: the norm kernel is launched without programmatic dependent launch.
   bool FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok, int64_t n_in,
-                    float* out);
+                    float* out, bool pdl = true);
   bool FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in);
   // The same for any producer of int8 activations (e.g. PagedAttentionQuantized): when the next
   // call takes them, produce(format, buffer, &activations) must queue the op writing out and its
@@ -81,6 +82,10 @@ class MatMulRunner {
   using HalfProducer = std::function<bool(bool bf16, void* buffer)>;
   bool FusedHalfInput(DType weight_type, const float* out, int64_t n_tok, int64_t n_in, const HalfProducer& produce);
   void DropPreparedInput();
+  // Whether the last kernel this runner queued on its stream was cuBLAS's (no other op since:
+  // DropPreparedInput clears it). On H200 a norm launched with PDL right after a cuBLAS GEMM
+  // runs longer than one launched plainly (bench/results/cuda-session25-2026-11-28.md).
+  bool EndedInCublas() const;
   // out = silu(x · gateᵀ) * (x · upᵀ) as one launch with the SwiGLU in its epilogue, for float
   // gate/up of one type and shape: on the GEMV path (identical to MatMulShared + SwiGlu), or for
   // F16/BF16 where GemmHalfTc takes them (GemmHalfTcGlu: the same sums; when `next`, the matmul

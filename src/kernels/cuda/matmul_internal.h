@@ -43,15 +43,17 @@ QuantizedActivations QuantizeActivations(DType format, const float* x, int64_t n
 // y, x); SwiGluQuantize: out = silu(gate) * up, rows of n_in (out may alias gate or up). The
 // quantized values equal QuantizeActivations(format, out) bit for bit. They return false and
 // queue nothing for what they do not take (the caller runs the two steps): rows not a multiple
-// of the format's block, norm rows over 8192 values, pointers not 16-byte aligned.
+// of the format's block, norm rows over 8192 values, pointers not 16-byte aligned. `pdl` false:
+// the norm is launched without programmatic dependent launch (see MatMulRunner::FusedRmsNorm).
 bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight, float eps, int64_t n_tok,
-                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q);
+                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q,
+                     bool pdl = true);
 bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
                     void* buffer, cudaStream_t stream, QuantizedActivations* q);
 // The same ops writing the tensor-core path's input instead: half_out [n_tok, n] = the float
 // output rounded to half (bf16: bfloat16) exactly as ConvertActivations rounds it.
 bool RmsNormToHalf(bool bf16, float* x, const float* y, const float* weight, float eps, int64_t n_tok, int64_t n_cols,
-                   float* out, void* half_out, cudaStream_t stream);
+                   float* out, void* half_out, cudaStream_t stream, bool pdl = true);
 bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
                   void* half_out, cudaStream_t stream);
 

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <type_traits>
 
 #include "base/check.h"
@@ -67,10 +68,13 @@ struct ToHalf {
   }
 };
 
+// late_trigger: the next kernel may launch only once this CTA has its sum (after its loads), so a
+// successor's weight prefetch does not compete with them; else at entry.
 template <bool kAdd, class Out>
 __global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w,
-                                                           float eps, int64_t n_cols, float* out, Out emit) {
-  PdlTrigger();
+                                                           float eps, int64_t n_cols, float* out, Out emit,
+                                                           bool late_trigger) {
+  if (!late_trigger) PdlTrigger();
   const int64_t t = blockIdx.x;
   const int64_t v0 = 8 * static_cast<int64_t>(threadIdx.x);
   const bool in = v0 < n_cols;  // n_cols is a multiple of 8
@@ -92,6 +96,7 @@ __global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float
 #pragma unroll
   for (int i = 0; i < 8; ++i) ss += a[i] * a[i];
   const float scale = rsqrtf(BlockSum(ss) / static_cast<float>(n_cols) + eps);
+  if (late_trigger) PdlTrigger();
   float v[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) v[i] = a[i] * scale * g[i];  // 0 past n_cols (a = g = 0)
@@ -132,13 +137,24 @@ bool GluTakes(int64_t n_tok, int64_t n_in, const float* gate, const float* up, c
 
 template <class Out>
 void LaunchNorm(const Out& emit, int64_t n_tok, int64_t n_cols, cudaStream_t stream, float* x, const float* y,
-                const float* w, float eps, float* out) {
+                const float* w, float eps, float* out, bool pdl) {
   const dim3 grid(static_cast<unsigned>(n_tok));
   const dim3 block(static_cast<unsigned>(MakeActLayout(1, n_cols).q_stride / 8));
+  pdl = pdl && PdlEnabled();
+  // Rows of several tokens let the next kernel launch only after their sums (HERD_CUDA_NORM_LATE_TRIGGER=0:
+  // at entry): on H200 (8B F16, 128 sequences) the gate/up GEMM's weight prefetch, launched at the
+  // norm's entry, stretched the norm from 4.2 to 7.0 us for less than that in the GEMM.
+  static const bool late = [] {
+    const char* e = std::getenv("HERD_CUDA_NORM_LATE_TRIGGER");
+    return e == nullptr || e[0] != '0';
+  }();
+  const bool late_trigger = late && n_tok > 1;
   if (y != nullptr) {
-    LaunchPdl(RmsNormFusedKernel<true, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit);
+    LaunchPdlIf(pdl, RmsNormFusedKernel<true, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
+                late_trigger);
   } else {
-    LaunchPdl(RmsNormFusedKernel<false, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit);
+    LaunchPdlIf(pdl, RmsNormFusedKernel<false, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
+                late_trigger);
   }
 }
 template <class Out>
@@ -164,12 +180,13 @@ QuantizedActivations WithInt8(DType format, int64_t n_tok, int64_t n_in, void* b
 }  // namespace
 
 bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight, float eps, int64_t n_tok,
-                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q) {
+                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q,
+                     bool pdl) {
   if (!IsFormat(format) || n_cols % FormatBlock(format) != 0 || !NormTakes(n_tok, n_cols, x, y, weight, out)) {
     return false;
   }
   *q = WithInt8(format, n_tok, n_cols, buffer,
-                [&](const auto& emit) { LaunchNorm(emit, n_tok, n_cols, stream, x, y, weight, eps, out); });
+                [&](const auto& emit) { LaunchNorm(emit, n_tok, n_cols, stream, x, y, weight, eps, out, pdl); });
   return true;
 }
 
@@ -182,13 +199,13 @@ bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out
 }
 
 bool RmsNormToHalf(bool bf16, float* x, const float* y, const float* weight, float eps, int64_t n_tok, int64_t n_cols,
-                   float* out, void* half_out, cudaStream_t stream) {
+                   float* out, void* half_out, cudaStream_t stream, bool pdl) {
   if (!NormTakes(n_tok, n_cols, x, y, weight, out) || !Aligned16(half_out)) return false;
   if (bf16) {
     LaunchNorm(ToHalf<__nv_bfloat16>{static_cast<__nv_bfloat16*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps,
-               out);
+               out, pdl);
   } else {
-    LaunchNorm(ToHalf<__half>{static_cast<__half*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps, out);
+    LaunchNorm(ToHalf<__half>{static_cast<__half*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps, out, pdl);
   }
   return true;
 }
