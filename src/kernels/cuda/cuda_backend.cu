@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,6 +41,7 @@
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/draw_cuda.h"
+#include "kernels/cuda/gemm_split_k.h"
 #include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -158,9 +160,7 @@ class CudaBackend final : public Backend {
   // --- graphs ---
   void BeginGraph(uint64_t key) override {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "nested BeginGraph");
-    FlushNorm();
-    FlushSplit();  // ops deferred before the graph run before it
-    FlushRope();
+    FlushDeferred();  // ops deferred before the graph run before it
     if (!sw_.graphs) return;
     Bind();
     Graph& g = graphs_[key];
@@ -175,9 +175,7 @@ class CudaBackend final : public Backend {
     }
   }
   void EndGraph() override {
-    FlushNorm();
-    FlushSplit();
-    FlushRope();
+    FlushDeferred();
     if (!sw_.graphs || current_ == nullptr) return;
     Bind();
     Graph& g = *current_;
@@ -217,6 +215,15 @@ class CudaBackend final : public Backend {
   void MatMul(const TensorView& w, const float* x, int64_t n_tok, float* y) override {
     DIAG_SKIP(w.rows() > 100000 ? "head" : w.cols() > w.rows() ? "down" : "o", n_tok);
     if (!BeginOp(/*matmul=*/true)) return;
+    // K in bands whose partial sums the next AddRmsNorm adds itself (MatMulSlicedK); any other op
+    // sums them into y first (FlushSlices).
+    int slices = 1;
+    if (sw_.fuse) {
+      if (const float* parts = matmul_->MatMulSlicedK(w, x, n_tok, &slices)) {
+        pending_slices_ = PendingSlices{y, parts, slices, n_tok, w.rows()};
+        return;
+      }
+    }
     matmul_->MatMul(w, x, n_tok, y);
   }
   void MatMulShared(std::span<const TensorView> ws, const float* x, int64_t n_tok,
@@ -372,9 +379,19 @@ class CudaBackend final : public Backend {
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
     if (replaying_) return;
     if (!sw_.fuse) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
+    std::optional<PendingSlices> slices;  // y as partial sums, added by the norm kernel
+    if (pending_slices_ && pending_slices_->y == y && pending_slices_->n_tok == n_rows &&
+        pending_slices_->rows == n_cols) {
+      slices = std::exchange(pending_slices_, std::nullopt);
+    }
     // Read before BeginOp, which forgets it; nothing pending that BeginOp would launch first.
-    const bool after_blas = matmul_->EndedInCublas() && !pending_norm_ && !pending_split_ && !pending_rope_;
+    const bool after_blas =
+        matmul_->EndedInCublas() && !pending_norm_ && !pending_split_ && !pending_rope_ && !pending_slices_;
     if (!BeginOp()) return;
+    if (slices) {
+      LaunchAddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, next, !after_blas || sw_.norm_pdl_after_blas, &*slices);
+      return;
+    }
     if (next && n_rows == 1 && n_cols <= sw_.norm_in_gemv_max_cols && next->cols() == n_cols &&
         ((Traits(next->type).quantized && Traits(next->type).block_size == 256) ||
          (next->type == DType::kQ8_0 && n_cols >= sw_.norm_in_gemv_q8_0_min_cols))) {
@@ -404,6 +421,7 @@ class CudaBackend final : public Backend {
     next_matmul_.reset();
     FlushNorm();
     if (!keep_split) FlushSplit();
+    FlushSlices();
     FlushRope();
     if (replaying_) return false;
     Bind();
@@ -416,12 +434,25 @@ class CudaBackend final : public Backend {
   }
 
   // AddRmsNorm's kernel: with the int8 input of the announced quantized GEMV where it can.
+  // A MatMul's output held as MatMulSlicedK's partial sums [n][n_tok][rows] (MatMul above).
+  struct PendingSlices {
+    float* y;
+    const float* parts;
+    int n;
+    int64_t n_tok, rows;
+  };
+  // `slices`: y is pending as MatMulSlicedK's partial sums.
   void LaunchAddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
-                        float* out, const std::optional<TensorView>& next, bool pdl = true) {
+                        float* out, const std::optional<TensorView>& next, bool pdl = true,
+                        const PendingSlices* slices = nullptr) {
+    const float* y_in = slices != nullptr ? slices->parts : y;
+    const int n_slices = slices != nullptr ? slices->n : 1;
+    const int64_t stride = slices != nullptr ? slices->n_tok * slices->rows : 0;
     if (next && next->cols() == n_cols &&
-        matmul_->FusedRmsNorm(next->type, x, y, weight, eps, n_rows, n_cols, out, pdl)) {
+        matmul_->FusedRmsNorm(next->type, x, y_in, weight, eps, n_rows, n_cols, out, pdl, n_slices, stride)) {
       return;
     }
+    if (slices != nullptr) SumSlices(*slices);
     cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
   }
   // A one-row AddRmsNorm announced for a K-quant matmul, not yet launched (AddRmsNorm above).
@@ -471,6 +502,31 @@ class CudaBackend final : public Backend {
     if (pending_rope_) LaunchRope(*std::exchange(pending_rope_, std::nullopt));
   }
 
+  // y = the sum of the slices, in slice order.
+  void SumSlices(const PendingSlices& p) {
+    internal::SplitOutputs o{};
+    o.y[0] = p.y;
+    o.n_out[0] = static_cast<int>(p.rows);
+    o.row0[0] = 0;
+    for (int s = 1; s < internal::kMaxSplitSegs; ++s) o.row0[s] = INT_MAX;
+    o.n_segs = 1;
+    o.total_rows = static_cast<int>(p.rows);
+    internal::SumSplits(o, p.parts, p.n, p.n_tok, stream_);
+  }
+  void FlushSlices() {
+    if (!pending_slices_) return;
+    const PendingSlices p = *std::exchange(pending_slices_, std::nullopt);
+    Bind();
+    SumSlices(p);
+  }
+  // Every deferred op, launched in program order (at most one is pending at a time).
+  void FlushDeferred() {
+    FlushNorm();
+    FlushSplit();
+    FlushSlices();
+    FlushRope();
+  }
+
   // MatMulConcatenated's Q/K/V output not yet copied to the callers' buffers (MatMulShared).
   struct PendingSplit {
     const void* weight;  // the first weight's data
@@ -500,9 +556,7 @@ class CudaBackend final : public Backend {
 
   void NotInGraph() {
     HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
-    FlushNorm();
-    FlushSplit();
-    FlushRope();
+    FlushDeferred();
   }
 
   // Makes this backend's GPU current on the calling thread (several backends may share a process).
@@ -521,6 +575,7 @@ class CudaBackend final : public Backend {
   std::optional<PendingNorm> pending_norm_;
   int* norm_counter_ = nullptr;  // GemvQuantAddNorm's arrival counter (zero between launches)
   std::optional<PendingSplit> pending_split_;
+  std::optional<PendingSlices> pending_slices_;
   // First weights of MatMulShared calls whose concatenated output a decode attention had to copy
   // out (its kernel cannot take strided q / k / v, e.g. the tensor-core decode of head_dim 64):
   // they run as separate outputs from then on.

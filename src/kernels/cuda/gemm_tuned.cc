@@ -34,9 +34,10 @@ TunedGemm::~TunedGemm() {
 }
 
 bool TunedGemm::Run(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* x, int64_t n, float* y,
-                    int64_t ldy) {
+                    int64_t ldy, int slices) {
+  HERD_CHECK(slices >= 1 && k % slices == 0);
   if (!TuningEnabled() || m * k < kMinElems || n > kMaxTok || n < kMinTok) return false;
-  const Key key{m, k, n, ldy, static_cast<int>(type)};
+  const Key key{m, k, n, ldy, static_cast<int>(type), slices};
   auto it = shapes_.find(key);
   if (it != shapes_.end()) {
     if (!it->second.use) return false;
@@ -45,7 +46,7 @@ bool TunedGemm::Run(const void* a, cudaDataType_t type, int64_t m, int64_t k, co
   }
   int64_t bucket = 1;
   while (bucket < n) bucket *= 2;
-  const Key bucket_key{m, k, bucket, ldy, static_cast<int>(type)};
+  const Key bucket_key{m, k, bucket, ldy, static_cast<int>(type), slices};
   const auto chosen = tuned_.find(bucket_key);
   if (chosen == tuned_.end()) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -77,7 +78,7 @@ void TunedGemm::Launch(const Shape& s, const cublasLtMatmulAlgo_t& algo, const v
 }
 
 void TunedGemm::Describe(const Key& key, Shape& s) {
-  const auto [m, k, n, ldy, type_int] = key;
+  const auto [m, k, n, ldy, type_int, slices] = key;
   const auto type = static_cast<cudaDataType_t>(type_int);
   if (lt_ == nullptr) HERD_CUBLAS_CHECK(cublasLtCreate(&lt_));
   // Column-major, as cublasGemmEx(T, N, m, n, k): y (m x n, ld ldy) = aᵀ (a: k x m, ld k) · x (k x n).
@@ -85,10 +86,23 @@ void TunedGemm::Describe(const Key& key, Shape& s) {
   const cublasOperation_t ta = CUBLAS_OP_T, tx = CUBLAS_OP_N;
   HERD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   HERD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tx, sizeof(tx)));
-  HERD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.la, type, static_cast<uint64_t>(k), static_cast<uint64_t>(m), k));
-  HERD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.lx, type, static_cast<uint64_t>(k), static_cast<uint64_t>(n), k));
+  // With slices: each batch entry is a k / slices column band of a and x (offset k / slices
+  // elements, the same leading dimension) and its own y (offset ldy * n).
+  const int64_t ks = k / slices;
+  HERD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.la, type, static_cast<uint64_t>(ks), static_cast<uint64_t>(m), k));
+  HERD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.lx, type, static_cast<uint64_t>(ks), static_cast<uint64_t>(n), k));
   HERD_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&s.ly, CUDA_R_32F, static_cast<uint64_t>(m), static_cast<uint64_t>(n), ldy));
+  if (slices > 1) {
+    const int32_t count = slices;
+    const int64_t band = ks, out = ldy * n;
+    for (cublasLtMatrixLayout_t l : {s.la, s.lx, s.ly}) {
+      HERD_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      const int64_t& stride = l == s.ly ? out : band;
+      HERD_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    }
+  }
 }
 
 bool TunedGemm::Tune(Shape& s, const void* a, const void* x, float* y) {

@@ -44,7 +44,10 @@ class TunedGemm {
   // (CUDA_R_16F / CUDA_R_16BF), fp32 accumulation. False, queueing nothing, where the shape is
   // not tuned (too small, too many tokens, tuning off, or first seen during a capture): the
   // caller then runs cublasGemmEx.
-  bool Run(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* x, int64_t n, float* y, int64_t ldy);
+  // slices > 1 (dividing k): K in that many equal slices as one batched GEMM, slice s writing
+  // y + s * ldy * n (the caller adds the slices: a split-K without cuBLAS's reduction kernel).
+  bool Run(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* x, int64_t n, float* y, int64_t ldy,
+           int slices = 1);
 
  private:
   // The descriptors of one exact shape and its algorithm.
@@ -54,7 +57,7 @@ class TunedGemm {
     cublasLtMatmulAlgo_t algo{};
     bool use = false;  // false: no algorithm (cublasGemmEx runs)
   };
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int>;  // m, k, n (or bucket), ldy, type
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int>;  // m, k, n (or bucket), ldy, type, slices
   // The bucket's choice (tuning it at this call's n, which leaves y computed) or the heuristic's.
   void Describe(const Key& key, Shape& s);
   bool Tune(Shape& s, const void* a, const void* x, float* y);

@@ -19,8 +19,9 @@ set_target_properties(herd_cuda_cublaslt_bench PROPERTIES RUNTIME_OUTPUT_DIRECTO
 herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)
 # Norm / SwiGLU fused with the GEMV's activation quantization (quant_fused.cu, PrepareMatMulInput);
 # Q/K/V as one GEMM read in place by the attention (MatMulConcatenated); the norm inside the
-# gate/up GEMV (GemvQuantAddNorm).
-herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc gemv_add_norm_test.cc)
+# gate/up GEMV (GemvQuantAddNorm); the down projection in K slices added by the norm (MatMulSlicedK).
+herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc gemv_add_norm_test.cc
+               sliced_k_test.cc)
 
 # The decode feed-forward as one stream against two concurrent graph branches (timing only).
 #   build/bin/herd_cuda_ffn_branch_bench [--layers 32] [--frac 0.5]

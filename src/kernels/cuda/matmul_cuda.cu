@@ -111,6 +111,7 @@ struct MatMulRunner::Impl {
   DeviceBuffer workspace;  // cuBLAS
   DeviceBuffer partials;   // GemmQuantTc split-K sums
   DeviceBuffer concat;     // MatMulConcatenated's output
+  DeviceBuffer sliced;     // MatMulSlicedK's partial sums
   std::unique_ptr<internal::TunedGemm> tuned;  // after workspace: it uses that buffer
   // An input converted by FusedRmsNorm / FusedSwiGlu for the next call: int8 activations for the
   // GEMV (q.q != nullptr) or half / bfloat16 x for the tensor cores (half != nullptr).
@@ -157,6 +158,14 @@ struct MatMulRunner::Impl {
     return path == MatMulPath::kTensorCoreFused || n_tok <= (grouped ? HalfTcMaxTokGrouped() : HalfTcMaxTok());
   }
 
+  internal::TunedGemm& Tuned() {
+    if (tuned == nullptr) {
+      Blas();  // the workspace
+      tuned = std::make_unique<internal::TunedGemm>(stream, workspace.ptr, kCublasWorkspace);
+    }
+    return *tuned;
+  }
+
   cublasHandle_t Blas() {
     if (blas == nullptr) {
       HERD_CUBLAS_CHECK(cublasCreate(&blas));
@@ -181,12 +190,8 @@ struct MatMulRunner::Impl {
   // decode batch sizes through cuBLASLt with a tuned algorithm (gemm_tuned.h), else cublasGemmEx.
   void Gemm(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* xh, int64_t n_tok, float* y,
             int64_t ldy) {
-    if (tuned == nullptr) {
-      Blas();  // the workspace
-      tuned = std::make_unique<internal::TunedGemm>(stream, workspace.ptr, kCublasWorkspace);
-    }
     blas_tail = true;
-    if (tuned->Run(a, type, m, k, xh, n_tok, y, ldy)) return;
+    if (Tuned().Run(a, type, m, k, xh, n_tok, y, ldy)) return;
     const float one = 1.f, zero = 0.f;
     HERD_CUBLAS_CHECK(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_tok),
                                    static_cast<int>(k), &one, a, type, static_cast<int>(k), xh, type,
@@ -388,6 +393,39 @@ const float* MatMulRunner::MatMulConcatenated(std::span<const TensorView> ws, co
   return y;
 }
 
+const float* MatMulRunner::MatMulSlicedK(const TensorView& w, const float* x, int64_t n_tok, int* slices) {
+  Impl& m = *impl_;
+  static const int n_slices = static_cast<int>(EnvInt("HERD_CUDA_SLICED_K", 2));
+  constexpr int64_t kMinCols = 8192;
+  const int64_t k = w.cols(), rows = w.rows();
+  if ((n_slices != 2 && n_slices != 4) || (w.type != DType::kF16 && w.type != DType::kBF16) || k < kMinCols ||
+      k % (8 * n_slices) != 0 || m.path != MatMulPath::kAuto || m.UseGemv(w.type, n_tok) ||
+      m.UseHalfTc(w, n_tok, /*grouped=*/false) || n_tok < internal::TunedGemm::kMinTok ||
+      n_tok > internal::TunedGemm::kMaxTok) {
+    return nullptr;
+  }
+  const Impl::Prepared pre = std::exchange(m.prepared, Impl::Prepared{});
+  const bool bf16 = w.type == DType::kBF16;
+  const void* xh =
+      pre.half != nullptr && pre.bf16 == bf16 && pre.Matches(x, n_tok, k) ? pre.half : m.Convert(x, n_tok, k, bf16);
+  // Sized for the most tokens at once: the first (eager) pass of a decode graph grows it, never its
+  // capture.
+  auto* y = static_cast<float*>(
+      m.sliced.Get(sizeof(float) * static_cast<size_t>(n_slices * internal::TunedGemm::kMaxTok * rows), m.stream));
+  const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  m.blas_tail = true;
+  if (!m.Tuned().Run(w.data, type, rows, k, xh, n_tok, y, rows, n_slices)) {
+    const float one = 1.f, zero = 0.f;
+    const int64_t band = k / n_slices;
+    HERD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        m.Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n_tok), static_cast<int>(band),
+        &one, w.data, type, static_cast<int>(k), band, xh, type, static_cast<int>(k), band, &zero, y, CUDA_R_32F,
+        static_cast<int>(rows), rows * n_tok, n_slices, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+  *slices = n_slices;
+  return y;
+}
+
 std::pair<int64_t, int64_t> MatMulRunner::ConcatTokRange() {
   static const std::pair<int64_t, int64_t> range = [] {
     const char* e = std::getenv("HERD_CUDA_CONCAT_TOK");
@@ -399,14 +437,15 @@ std::pair<int64_t, int64_t> MatMulRunner::ConcatTokRange() {
 }
 
 bool MatMulRunner::FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok,
-                                int64_t n_in, float* out, bool pdl) {
+                                int64_t n_in, float* out, bool pdl, int y_slices, int64_t y_slice_stride) {
+  const internal::YSlices ys{y_slices, y_slice_stride};
   return impl_->Prepare(
       weight_type, out, n_tok, n_in,
       [&](DType f, void* buf, internal::QuantizedActivations* q) {
-        return internal::RmsNormQuantize(f, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, q, pdl);
+        return internal::RmsNormQuantize(f, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, q, pdl, ys);
       },
       [&](bool bf16, void* buf) {
-        return internal::RmsNormToHalf(bf16, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, pdl);
+        return internal::RmsNormToHalf(bf16, x, y, w, eps, n_tok, n_in, out, buf, impl_->stream, pdl, ys);
       });
 }
 

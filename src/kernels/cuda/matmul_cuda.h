@@ -57,6 +57,14 @@ class MatMulRunner {
   // [lo, hi] token counts for MatMulConcatenated (HERD_CUDA_CONCAT_TOK=lo:hi, default 65:128;
   // 0:0 turns it off).
   static std::pair<int64_t, int64_t> ConcatTokRange();
+  // For a float weight that cuBLAS would take at n_tok tokens (65-128 at the defaults) with at
+  // least 8192 inputs (an 8B down projection: 4096 x 14336): queues K in *slices equal bands
+  // as one batched cuBLASLt GEMM and returns the partial sums [*slices][n_tok][w.rows()] (the
+  // output is their sum, added in slice order), in a buffer of this runner valid until the next
+  // call of this function: cuBLAS's split-K reduction kernel is left to the consumer (the next
+  // AddRmsNorm adds the slices as it reads them). nullptr, queueing nothing, otherwise.
+  // HERD_CUDA_SLICED_K=N: N slices (2 or 4, default 2; anything else: off).
+  const float* MatMulSlicedK(const TensorView& w, const float* x, int64_t n_tok, int* slices);
 
   // Fused input preparation: when the next MatMul/MatMulShared reads x = `out` (n_tok rows of
   // n_in = the weight's columns) with a weight of `weight_type` that converts x (quantized on the
@@ -67,9 +75,10 @@ class MatMulRunner {
   // nothing, where the fusion does not apply; the caller then runs the plain op.
   //   out = RmsNorm(x) * w (y != nullptr: x += y first, as AddRmsNorm), rows of n_in;
   //   out = silu(gate) * up, n_tok rows of n_in.
-  // `pdl` false: the norm kernel is launched without programmatic dependent launch.
+  // `pdl` false: the norm kernel is launched without programmatic dependent launch. y_slices > 1:
+  // y is that many partial sums y + s * y_slice_stride, added in order (MatMulSlicedK's output).
   bool FusedRmsNorm(DType weight_type, float* x, const float* y, const float* w, float eps, int64_t n_tok, int64_t n_in,
-                    float* out, bool pdl = true);
+                    float* out, bool pdl = true, int y_slices = 1, int64_t y_slice_stride = 0);
   bool FusedSwiGlu(DType weight_type, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in);
   // The same for any producer of int8 activations (e.g. PagedAttentionQuantized): when the next
   // call takes them, produce(format, buffer, &activations) must queue the op writing out and its

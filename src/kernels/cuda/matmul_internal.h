@@ -37,23 +37,32 @@ size_t QuantizedActivationBytes(int64_t n_tok, int64_t n_in);
 QuantizedActivations QuantizeActivations(DType format, const float* x, int64_t n_tok, int64_t n_in, void* buffer,
                                          cudaStream_t stream);
 
+// The added y of RmsNormQuantize / RmsNormToHalf as n partial sums y + s * stride (n = 1, 2 or 4;
+// 2 and 4 for rows of at most 4096 values, else they decline), added in slice order (as
+// SumSplits) before x += y: MatMulSlicedK's output.
+struct YSlices {
+  int n = 1;
+  int64_t stride = 0;
+};
+
 // The op that computes a GEMV input fused with QuantizeActivations (quant_fused.cu; one kernel
 // instead of two, the float result written too): RmsNormQuantize: out = RmsNorm(x) * weight per
 // row of n_cols (y != nullptr: x += y first and stored, as AddRmsNorm; out may alias y or, without
 // y, x); SwiGluQuantize: out = silu(gate) * up, rows of n_in (out may alias gate or up). The
 // quantized values equal QuantizeActivations(format, out) bit for bit. They return false and
 // queue nothing for what they do not take (the caller runs the two steps): rows not a multiple
-// of the format's block, norm rows over 8192 values, pointers not 16-byte aligned. `pdl` false:
-// the norm is launched without programmatic dependent launch (see MatMulRunner::FusedRmsNorm).
+// of the format's block, norm rows over 8192 values, pointers not 16-byte aligned. `pdl` false
+// (the norm follows a cuBLAS GEMM): launched without programmatic dependent launch and, for
+// several rows, letting the next kernel launch only once each CTA has its sum.
 bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight, float eps, int64_t n_tok,
                      int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q,
-                     bool pdl = true);
+                     bool pdl = true, YSlices y_slices = {});
 bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
                     void* buffer, cudaStream_t stream, QuantizedActivations* q);
 // The same ops writing the tensor-core path's input instead: half_out [n_tok, n] = the float
 // output rounded to half (bf16: bfloat16) exactly as ConvertActivations rounds it.
 bool RmsNormToHalf(bool bf16, float* x, const float* y, const float* weight, float eps, int64_t n_tok, int64_t n_cols,
-                   float* out, void* half_out, cudaStream_t stream, bool pdl = true);
+                   float* out, void* half_out, cudaStream_t stream, bool pdl = true, YSlices y_slices = {});
 bool SwiGluToHalf(bool bf16, const float* gate, const float* up, float* out, int64_t n_tok, int64_t n_in,
                   void* half_out, cudaStream_t stream);
 

@@ -4,8 +4,9 @@
 // conversion kernel and one more dependent-kernel wait.
 //
 // Norm kernels: one CTA per token row of n_cols <= 8192 values, q_stride / 8 threads (256 to
-// 1024), thread j holding values [8j, 8j + 8) (zeros past n_cols): x (+= y), the sum of squares
-// over the CTA, out = x * scale * weight, then the output policy on the same registers.
+// 1024), thread j holding values [8j, 8j + 8) (zeros past n_cols): x (+= y, where y may be 2 or 4
+// partial sums added in order: MatMulSlicedK), the sum of squares over the CTA,
+// out = x * scale * weight, then the output policy on the same registers.
 // SwiGLU kernels: the grid of QuantizeActivations (one CTA per 2048-value span and row, 256
 // threads of 8 values), each thread computing its 8 values of silu(gate) * up first.
 // Output policies: ToInt8<F> (QuantizeOctet: every lane of the warp, padding included) and
@@ -69,11 +70,13 @@ struct ToHalf {
 };
 
 // late_trigger: the next kernel may launch only once this CTA has its sum (after its loads), so a
-// successor's weight prefetch does not compete with them; else at entry.
-template <bool kAdd, class Out>
-__global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w,
-                                                           float eps, int64_t n_cols, float* out, Out emit,
-                                                           bool late_trigger) {
+// successor's weight prefetch does not compete with them; else at entry. kSlices > 1: y is that
+// many partial sums y + s * slice_stride, all loaded at once (registers: rows of at most 4096
+// values, 512 threads, so up to 128 registers a thread and no spills).
+template <bool kAdd, int kSlices, class Out>
+__global__ void __launch_bounds__(kSlices > 1 ? 512 : 1024)
+    RmsNormFusedKernel(float* x, const float* y, const float* __restrict__ w, float eps, int64_t n_cols, float* out,
+                       Out emit, bool late_trigger, int64_t slice_stride) {
   if (!late_trigger) PdlTrigger();
   const int64_t t = blockIdx.x;
   const int64_t v0 = 8 * static_cast<int64_t>(threadIdx.x);
@@ -85,10 +88,17 @@ __global__ void __launch_bounds__(1024) RmsNormFusedKernel(float* x, const float
   if (in) {
     Load8(xr + v0, a);
     if constexpr (kAdd) {
-      float b[8];
-      Load8(y + t * n_cols + v0, b);
+      const float* yr = y + t * n_cols + v0;
+      float b[kSlices][8];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) a[i] += b[i];
+      for (int s = 0; s < kSlices; ++s) Load8(yr + s * slice_stride, b[s]);
+#pragma unroll
+      for (int s = 1; s < kSlices; ++s) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) b[0][i] += b[s][i];
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) a[i] += b[0][i];
       Store8(xr + v0, a);
     }
   }
@@ -127,9 +137,14 @@ bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 int64_t FormatBlock(DType format) { return format == DType::kQ8_K ? 256 : 32; }
 bool IsFormat(DType f) { return f == DType::kQ8_0 || f == DType::kQ8_1 || f == DType::kQ8_K; }
 
-bool NormTakes(int64_t n_tok, int64_t n_cols, const float* x, const float* y, const float* w, const float* out) {
+// Slices: 2 or 4 of them, rows of at most kMaxSlicedCols values, 16-byte aligned slice starts.
+constexpr int64_t kMaxSlicedCols = 4096;
+bool NormTakes(int64_t n_tok, int64_t n_cols, const float* x, const float* y, const float* w, const float* out,
+               YSlices ys = {}) {
+  const bool slices_ok = ys.n == 1 || ((ys.n == 2 || ys.n == 4) && y != nullptr && n_cols <= kMaxSlicedCols &&
+                                       ys.stride >= n_tok * n_cols && ys.stride % 4 == 0);
   return n_tok > 0 && n_tok < (1ll << 31) && n_cols > 0 && n_cols <= kMaxNormCols && n_cols % 8 == 0 && Aligned16(x) &&
-         Aligned16(w) && Aligned16(out) && (y == nullptr || Aligned16(y));
+         Aligned16(w) && Aligned16(out) && (y == nullptr || Aligned16(y)) && slices_ok;
 }
 bool GluTakes(int64_t n_tok, int64_t n_in, const float* gate, const float* up, const float* out) {
   return n_tok > 0 && n_tok < 65536 && n_in > 0 && n_in % 8 == 0 && Aligned16(gate) && Aligned16(up) && Aligned16(out);
@@ -137,26 +152,41 @@ bool GluTakes(int64_t n_tok, int64_t n_in, const float* gate, const float* up, c
 
 template <class Out>
 void LaunchNorm(const Out& emit, int64_t n_tok, int64_t n_cols, cudaStream_t stream, float* x, const float* y,
-                const float* w, float eps, float* out, bool pdl) {
+                const float* w, float eps, float* out, bool pdl, YSlices ys) {
   const dim3 grid(static_cast<unsigned>(n_tok));
   const dim3 block(static_cast<unsigned>(MakeActLayout(1, n_cols).q_stride / 8));
-  pdl = pdl && PdlEnabled();
-  // Rows of several tokens let the next kernel launch only after their sums (HERD_CUDA_NORM_LATE_TRIGGER=0:
-  // at entry): on H200 (8B F16, 128 sequences) the gate/up GEMM's weight prefetch, launched at the
-  // norm's entry, stretched the norm from 4.2 to 7.0 us for less than that in the GEMM.
+  // A norm of several rows launched plainly (pdl false: after a cuBLAS GEMM) also lets the next
+  // kernel launch only after its sums (HERD_CUDA_NORM_LATE_TRIGGER=0: at entry): on H200 (8B F16,
+  // 128 sequences) the gate/up GEMM's weight prefetch, launched at the norm's entry, stretched the
+  // norm from 4.2 to 7.0 us for less than that in the GEMM. After herd's own kernels (quantized
+  // GEMMs, b=1 GEMVs) the trigger stays at entry.
   static const bool late = [] {
     const char* e = std::getenv("HERD_CUDA_NORM_LATE_TRIGGER");
     return e == nullptr || e[0] != '0';
   }();
-  const bool late_trigger = late && n_tok > 1;
-  if (y != nullptr) {
-    LaunchPdlIf(pdl, RmsNormFusedKernel<true, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
-                late_trigger);
-  } else {
-    LaunchPdlIf(pdl, RmsNormFusedKernel<false, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
-                late_trigger);
+  const bool late_trigger = late && n_tok > 1 && !pdl;
+  pdl = pdl && PdlEnabled();
+  if (y == nullptr) {
+    LaunchPdlIf(pdl, RmsNormFusedKernel<false, 1, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
+                late_trigger, int64_t{0});
+    return;
+  }
+  switch (ys.n) {
+    case 2:
+      LaunchPdlIf(pdl, RmsNormFusedKernel<true, 2, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
+                  late_trigger, ys.stride);
+      return;
+    case 4:
+      LaunchPdlIf(pdl, RmsNormFusedKernel<true, 4, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
+                  late_trigger, ys.stride);
+      return;
+    default:
+      HERD_CHECK(ys.n == 1);
+      LaunchPdlIf(pdl, RmsNormFusedKernel<true, 1, Out>, grid, block, 0, stream, x, y, w, eps, n_cols, out, emit,
+                  late_trigger, int64_t{0});
   }
 }
+
 template <class Out>
 void LaunchGlu(const Out& emit, int64_t n_tok, int64_t n_in, cudaStream_t stream, const float* gate, const float* up,
                float* out) {
@@ -180,13 +210,15 @@ QuantizedActivations WithInt8(DType format, int64_t n_tok, int64_t n_in, void* b
 }  // namespace
 
 bool RmsNormQuantize(DType format, float* x, const float* y, const float* weight, float eps, int64_t n_tok,
-                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q,
-                     bool pdl) {
-  if (!IsFormat(format) || n_cols % FormatBlock(format) != 0 || !NormTakes(n_tok, n_cols, x, y, weight, out)) {
+                     int64_t n_cols, float* out, void* buffer, cudaStream_t stream, QuantizedActivations* q, bool pdl,
+                     YSlices y_slices) {
+  if (!IsFormat(format) || n_cols % FormatBlock(format) != 0 ||
+      !NormTakes(n_tok, n_cols, x, y, weight, out, y_slices)) {
     return false;
   }
-  *q = WithInt8(format, n_tok, n_cols, buffer,
-                [&](const auto& emit) { LaunchNorm(emit, n_tok, n_cols, stream, x, y, weight, eps, out, pdl); });
+  *q = WithInt8(format, n_tok, n_cols, buffer, [&](const auto& emit) {
+    LaunchNorm(emit, n_tok, n_cols, stream, x, y, weight, eps, out, pdl, y_slices);
+  });
   return true;
 }
 
@@ -199,13 +231,14 @@ bool SwiGluQuantize(DType format, const float* gate, const float* up, float* out
 }
 
 bool RmsNormToHalf(bool bf16, float* x, const float* y, const float* weight, float eps, int64_t n_tok, int64_t n_cols,
-                   float* out, void* half_out, cudaStream_t stream, bool pdl) {
-  if (!NormTakes(n_tok, n_cols, x, y, weight, out) || !Aligned16(half_out)) return false;
+                   float* out, void* half_out, cudaStream_t stream, bool pdl, YSlices y_slices) {
+  if (!NormTakes(n_tok, n_cols, x, y, weight, out, y_slices) || !Aligned16(half_out)) return false;
   if (bf16) {
     LaunchNorm(ToHalf<__nv_bfloat16>{static_cast<__nv_bfloat16*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps,
-               out, pdl);
+               out, pdl, y_slices);
   } else {
-    LaunchNorm(ToHalf<__half>{static_cast<__half*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps, out, pdl);
+    LaunchNorm(ToHalf<__half>{static_cast<__half*>(half_out)}, n_tok, n_cols, stream, x, y, weight, eps, out, pdl,
+               y_slices);
   }
   return true;
 }
