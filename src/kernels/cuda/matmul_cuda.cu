@@ -396,9 +396,10 @@ const float* MatMulRunner::MatMulConcatenated(std::span<const TensorView> ws, co
 const float* MatMulRunner::MatMulSlicedK(const TensorView& w, const float* x, int64_t n_tok, int* slices) {
   Impl& m = *impl_;
   static const int n_slices = static_cast<int>(EnvInt("HERD_CUDA_SLICED_K", 2));
-  constexpr int64_t kMinCols = 8192;
+  // HERD_CUDA_SLICED_K_MIN_COLS: the fewest inputs (8192: the down projection, not O's 4096).
+  static const int64_t min_cols = std::max<int64_t>(EnvInt("HERD_CUDA_SLICED_K_MIN_COLS", 8192), 1024);
   const int64_t k = w.cols(), rows = w.rows();
-  if ((n_slices != 2 && n_slices != 4) || (w.type != DType::kF16 && w.type != DType::kBF16) || k < kMinCols ||
+  if ((n_slices != 2 && n_slices != 4) || (w.type != DType::kF16 && w.type != DType::kBF16) || k < min_cols ||
       k % (8 * n_slices) != 0 || m.path != MatMulPath::kAuto || m.UseGemv(w.type, n_tok) ||
       m.UseHalfTc(w, n_tok, /*grouped=*/false) || n_tok < internal::TunedGemm::kMinTok ||
       n_tok > internal::TunedGemm::kMaxTok) {

@@ -63,7 +63,8 @@ class MatMulRunner {
   // output is their sum, added in slice order), in a buffer of this runner valid until the next
   // call of this function: cuBLAS's split-K reduction kernel is left to the consumer (the next
   // AddRmsNorm adds the slices as it reads them). nullptr, queueing nothing, otherwise.
-  // HERD_CUDA_SLICED_K=N: N slices (2 or 4, default 2; anything else: off).
+  // HERD_CUDA_SLICED_K=N: N slices (2 or 4, default 2; anything else: off);
+  // HERD_CUDA_SLICED_K_MIN_COLS=N: weights of at least N inputs (default 8192, at least 1024).
   const float* MatMulSlicedK(const TensorView& w, const float* x, int64_t n_tok, int* slices);
 
   // Fused input preparation: when the next MatMul/MatMulShared reads x = `out` (n_tok rows of
