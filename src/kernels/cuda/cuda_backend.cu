@@ -433,7 +433,6 @@ class CudaBackend final : public Backend {
     matmul_->DropPreparedInput();
   }
 
-  // AddRmsNorm's kernel: with the int8 input of the announced quantized GEMV where it can.
   // A MatMul's output held as MatMulSlicedK's partial sums [n][n_tok][rows] (MatMul above).
   struct PendingSlices {
     float* y;
@@ -441,7 +440,9 @@ class CudaBackend final : public Backend {
     int n;
     int64_t n_tok, rows;
   };
-  // `slices`: y is pending as MatMulSlicedK's partial sums.
+  // AddRmsNorm's kernel: with the int8 input of the announced quantized GEMV where it can.
+  // `slices`: y is pending as MatMulSlicedK's partial sums, which the norm kernel adds where it
+  // takes them (else they are summed into y first).
   void LaunchAddRmsNorm(float* x, const float* y, const float* weight, float eps, int64_t n_rows, int64_t n_cols,
                         float* out, const std::optional<TensorView>& next, bool pdl = true,
                         const PendingSlices* slices = nullptr) {
