@@ -19,7 +19,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -453,7 +452,8 @@ class CudaBackend final : public Backend {
         matmul_->FusedRmsNorm(next->type, x, y_in, weight, eps, n_rows, n_cols, out, pdl, n_slices, stride)) {
       return;
     }
-    if (slices != nullptr) SumSlices(*slices);
+    if (slices != nullptr)
+      internal::SumSplitsInto(slices->y, slices->rows, slices->parts, slices->n, slices->n_tok, stream_);
     cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
   }
   // A one-row AddRmsNorm announced for a K-quant matmul, not yet launched (AddRmsNorm above).
@@ -504,21 +504,11 @@ class CudaBackend final : public Backend {
   }
 
   // y = the sum of the slices, in slice order.
-  void SumSlices(const PendingSlices& p) {
-    internal::SplitOutputs o{};
-    o.y[0] = p.y;
-    o.n_out[0] = static_cast<int>(p.rows);
-    o.row0[0] = 0;
-    for (int s = 1; s < internal::kMaxSplitSegs; ++s) o.row0[s] = INT_MAX;
-    o.n_segs = 1;
-    o.total_rows = static_cast<int>(p.rows);
-    internal::SumSplits(o, p.parts, p.n, p.n_tok, stream_);
-  }
   void FlushSlices() {
     if (!pending_slices_) return;
     const PendingSlices p = *std::exchange(pending_slices_, std::nullopt);
     Bind();
-    SumSlices(p);
+    internal::SumSplitsInto(p.y, p.rows, p.parts, p.n, p.n_tok, stream_);
   }
   // Every deferred op, launched in program order (at most one is pending at a time).
   void FlushDeferred() {

@@ -102,4 +102,16 @@ void SumSplits(const SplitOutputs& o, const float* partial, int splits, int64_t 
             static_cast<int>(n_tok));
 }
 
+void SumSplitsInto(float* y, int64_t rows, const float* partial, int splits, int64_t n_tok, cudaStream_t stream) {
+  HERD_CHECK(rows > 0 && rows < INT_MAX);
+  SplitOutputs o{};
+  o.y[0] = y;
+  o.n_out[0] = static_cast<int>(rows);
+  o.row0[0] = 0;
+  for (int s = 1; s < kMaxSplitSegs; ++s) o.row0[s] = INT_MAX;
+  o.n_segs = 1;
+  o.total_rows = static_cast<int>(rows);
+  SumSplits(o, partial, splits, n_tok, stream);
+}
+
 }  // namespace herd::cuda::internal

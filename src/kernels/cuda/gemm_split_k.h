@@ -73,5 +73,7 @@ SplitPlan PlanSplits(int64_t ctas, int n_k, int max_splits);
 // y[seg][t, r] = sum over s < splits of partial[s][t][row0[seg] + r], added in split order
 // (deterministic). partial: [splits][n_tok][total_rows] float. Launched with PDL.
 void SumSplits(const SplitOutputs& o, const float* partial, int splits, int64_t n_tok, cudaStream_t stream);
+// The same for one output y [n_tok, rows] of partial [splits][n_tok][rows].
+void SumSplitsInto(float* y, int64_t rows, const float* partial, int splits, int64_t n_tok, cudaStream_t stream);
 
 }  // namespace herd::cuda::internal

@@ -7,7 +7,6 @@
 //    the unsliced GEMM (cuBLAS through a MatMulRunner) to float rounding.
 #include <gtest/gtest.h>
 
-#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,18 +27,6 @@ using testing::RandomNormal;
 using testing::RelError;
 using testing::Up;
 
-// y = the sum of `slices` slices of partial [slices][n_tok][n], in slice order.
-void SumInto(float* y, const float* partial, int slices, int64_t n_tok, int64_t n) {
-  internal::SplitOutputs o{};
-  o.y[0] = y;
-  o.n_out[0] = static_cast<int>(n);
-  o.row0[0] = 0;
-  for (int s = 1; s < internal::kMaxSplitSegs; ++s) o.row0[s] = INT_MAX;
-  o.n_segs = 1;
-  o.total_rows = static_cast<int>(n);
-  internal::SumSplits(o, partial, slices, n_tok, nullptr);
-}
-
 TEST(SlicedKNormTest, AddsTheSlicesAsSumSplitsThenTheNorm) {
   std::string why;
   if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
@@ -54,7 +41,7 @@ TEST(SlicedKNormTest, AddsTheSlicesAsSumSplitsThenTheNorm) {
         Dev dp = Up(parts), dw = Up(w);
         // Summed first, then the norm (half output).
         Dev x1 = Up(x), y1(n * 4), out1(n * 4), h1(n * 2);
-        SumInto(y1.as<float>(), dp.as<float>(), slices, n_tok, n_in);
+        internal::SumSplitsInto(y1.as<float>(), n_in, dp.as<float>(), slices, n_tok, nullptr);
         ASSERT_TRUE(internal::RmsNormToHalf(false, x1.as<float>(), y1.as<float>(), dw.as<float>(), 1e-5f, n_tok, n_in,
                                             out1.as<float>(), h1.p, nullptr));
         // The slices added by the norm.
