@@ -1,10 +1,14 @@
 #include "kernels/cuda/gemm_tuned.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "base/check.h"
+#include "base/log.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace herd::cuda::internal {
@@ -14,6 +18,14 @@ bool TuningEnabled() {
   static const bool on = [] {
     const char* e = std::getenv("HERD_CUDA_GEMM_TUNE");
     return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
+// HERD_CUDA_GEMM_TUNE_LOG=1: one log line per tuned shape (the choice and every candidate's time).
+bool TuneLog() {
+  static const bool on = [] {
+    const char* e = std::getenv("HERD_CUDA_GEMM_TUNE_LOG");
+    return e != nullptr && std::strcmp(e, "0") != 0;
   }();
   return on;
 }
@@ -80,6 +92,7 @@ void TunedGemm::Launch(const Shape& s, const cublasLtMatmulAlgo_t& algo, const v
 void TunedGemm::Describe(const Key& key, Shape& s) {
   const auto [m, k, n, ldy, type_int, slices] = key;
   const auto type = static_cast<cudaDataType_t>(type_int);
+  s.m = m, s.k = k, s.n = n, s.slices = slices;
   if (lt_ == nullptr) HERD_CUBLAS_CHECK(cublasLtCreate(&lt_));
   // Column-major, as cublasGemmEx(T, N, m, n, k): y (m x n, ld ldy) = aᵀ (a: k x m, ld k) · x (k x n).
   HERD_CUBLAS_CHECK(cublasLtMatmulDescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -119,25 +132,49 @@ bool TunedGemm::Tune(Shape& s, const void* a, const void* x, float* y) {
   cudaEvent_t begin = nullptr, end = nullptr;
   HERD_CUDA_CHECK(cudaEventCreate(&begin));
   HERD_CUDA_CHECK(cudaEventCreate(&end));
-  float first_ms = 0.f, best_ms = 0.f;
-  int first = -1, best = -1;
+  // Each candidate's time: the least of kRounds timings of kRunsPerRound launches, the rounds
+  // going over all candidates in turn (a slow moment of the GPU then costs every candidate one
+  // round, not one candidate its only timing).
+  std::vector<float> ms(static_cast<size_t>(n_found), std::numeric_limits<float>::infinity());
+  int first = -1;  // the heuristic's first working choice
   for (int i = 0; i < n_found; ++i) {
     if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    if (first < 0) first = i;
     Launch(s, found[i].algo, a, x, y);  // warm-up
-    HERD_CUDA_CHECK(cudaEventRecord(begin, stream_));
-    for (int r = 0; r < 2; ++r) Launch(s, found[i].algo, a, x, y);
-    HERD_CUDA_CHECK(cudaEventRecord(end, stream_));
-    HERD_CUDA_CHECK(cudaEventSynchronize(end));
-    float ms = 0.f;
-    HERD_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    if (first < 0) first = best = i, first_ms = best_ms = ms;  // the heuristic's first working choice
-    if (ms < best_ms) best_ms = ms, best = i;
+  }
+  for (int round = 0; round < kRounds && first >= 0; ++round) {
+    for (int i = first; i < n_found; ++i) {
+      if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      HERD_CUDA_CHECK(cudaEventRecord(begin, stream_));
+      for (int r = 0; r < kRunsPerRound; ++r) Launch(s, found[i].algo, a, x, y);
+      HERD_CUDA_CHECK(cudaEventRecord(end, stream_));
+      HERD_CUDA_CHECK(cudaEventSynchronize(end));
+      float t = 0.f;
+      HERD_CUDA_CHECK(cudaEventElapsedTime(&t, begin, end));
+      ms[i] = std::min(ms[i], t);
+    }
   }
   cudaEventDestroy(begin);
   cudaEventDestroy(end);
   if (first < 0) return false;
+  int best = first;
+  for (int i = first; i < n_found; ++i)
+    if (ms[i] < ms[best]) best = i;
+  const float first_ms = ms[first], best_ms = ms[best];
   // Keep the heuristic's first choice unless another is clearly faster.
-  s.algo = found[best_ms < 0.95f * first_ms ? best : first].algo;
+  const int chosen = best_ms < 0.95f * first_ms ? best : first;
+  s.algo = found[chosen].algo;
+  if (TuneLog()) {
+    char times[kCandidates * 24] = "";
+    size_t used = 0;
+    for (int i = first; i < n_found && used < sizeof(times); ++i) {
+      if (found[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      const int w = std::snprintf(times + used, sizeof(times) - used, " %d:%.1f", i, ms[i] * 1e3f / kRunsPerRound);
+      if (w > 0) used += static_cast<size_t>(w);
+    }
+    HERD_LOG(kInfo, "TunedGemm %ldx%ld n=%ld slices=%d: candidate %d of %d (us per run:%s)", static_cast<long>(s.m),
+             static_cast<long>(s.k), static_cast<long>(s.n), s.slices, chosen, n_found, times);
+  }
   s.use = true;
   Launch(s, s.algo, a, x, y);  // y as the chosen algorithm computes it
   return true;

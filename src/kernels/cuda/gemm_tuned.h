@@ -18,9 +18,11 @@ namespace herd::cuda::internal {
 // One per stream (not thread-safe). Weights with m * k >= kMinElems at kMinTok..kMaxTok tokens are
 // tuned once per token bucket (n rounded up to a power of two: a serving batch changes size
 // every few steps), on the bucket's first call outside a graph capture: the heuristic's first
-// kCandidates algorithms are timed (2 runs each after a warm-up, on the caller's buffers) and
-// the fastest is kept if it beats the heuristic's first choice by 5% (close calls keep that one,
-// so the choice, and with it the float summation order, rarely differs between processes).
+// kCandidates algorithms are timed on the caller's buffers (after a warm-up each, the least of
+// kRounds timings of kRunsPerRound runs, the rounds going over all candidates in turn) and the
+// fastest is kept if it beats the heuristic's first choice by 5% (close calls keep that one, so
+// the choice, and with it the float summation order, rarely differs between processes). Session
+// 25 saw separate processes pick lm_head kernels 13% apart with a single timing of 2 runs.
 // Other token counts of the bucket reuse that algorithm where cuBLASLt accepts it for them.
 // HERD_CUDA_GEMM_TUNE=0: never (Run returns false).
 class TunedGemm {
@@ -32,6 +34,8 @@ class TunedGemm {
   static constexpr int64_t kMinTok = 17;
   static constexpr int64_t kMaxTok = 128;
   static constexpr int kCandidates = 8;
+  static constexpr int kRounds = 3;
+  static constexpr int kRunsPerRound = 2;
 
   // workspace: device memory of `workspace_bytes` for the algorithms (shared with cuBLAS:
   // both run on `stream` only).
@@ -55,7 +59,9 @@ class TunedGemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t la = nullptr, lx = nullptr, ly = nullptr;
     cublasLtMatmulAlgo_t algo{};
-    bool use = false;  // false: no algorithm (cublasGemmEx runs)
+    bool use = false;             // false: no algorithm (cublasGemmEx runs)
+    int64_t m = 0, k = 0, n = 0;  // for the tuning log
+    int slices = 1;
   };
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int>;  // m, k, n (or bucket), ldy, type, slices
   // The bucket's choice (tuning it at this call's n, which leaves y computed) or the heuristic's.

@@ -173,6 +173,14 @@ inline void MakeSegs(std::span<const TensorView> ws, std::span<float* const> ys,
 // The float GEMV's share of SetGemvOptions (matmul_gemv_float.cu).
 void SetFloatGemvOptions(const GemvOptions& options);
 
+// One-token float GEMV with the weights streamed through a shared-memory ring (gemv_float_ring.cu)
+// for rows of at most kMaxIn values, x 16-byte aligned and an sm_90 GPU: segs' rows (GLU mode,
+// glu_out set: segs = {gate, up} of n_glu rows each, glu_out[j] = silu(gate_j) * up_j). False,
+// launching nothing, where it does not apply.
+constexpr int64_t kMaxIn = 8192;
+bool LaunchFloatRing(DType type, const Segs& segs, int64_t n_in, const float* x, float* glu_out, int n_glu, bool pdl,
+                     cudaStream_t stream);
+
 // Whether the current device's peak memory bandwidth (memory clock x bus width) is at least
 // 4 TB/s: H200 (4.8) yes, H100 SXM (3.35) no. Read once, on the first call (matmul_gemv_float.cu);
 // GEMV launch choices measured on both differ by it.

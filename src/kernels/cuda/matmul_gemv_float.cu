@@ -169,6 +169,7 @@ int64_t EnvOr(const char* name, int64_t fallback) {
 std::atomic<int64_t> g_float_pdl_max_mb{EnvOr("HERD_CUDA_FLOAT_PDL_MB", GemvOptions{}.float_pdl_max_mb)};
 std::atomic<int64_t> g_float_want_warps{EnvOr("HERD_CUDA_FLOAT_WANT_WARPS", GemvOptions{}.float_want_warps)};
 std::atomic<int64_t> g_float_per_part{EnvOr("HERD_CUDA_FLOAT_PER_PART", GemvOptions{}.float_per_part)};
+std::atomic<int64_t> g_float_ring_max_mb{EnvOr("HERD_CUDA_FLOAT_RING_MB", GemvOptions{}.float_ring_max_mb)};
 constexpr int64_t kSplit4MinRows = 4096;
 
 // The bandwidth-dependent choices (see the top), for the first device it runs on (all GPUs of
@@ -231,10 +232,17 @@ int FloatWarpsPerRow(int64_t rows, int64_t units) {
   return WarpsPerRow(rows, units, g_float_per_part.load(), g_float_want_warps.load(), kFloatMinUnits);
 }
 
+int64_t WeightBytes(const FloatArgs& a) { return static_cast<int64_t>(a.segs.total_rows) * a.n_in * a.elem_bytes; }
+
 // PDL for a launch of a's weights (see the top).
 bool FloatPdl(const FloatArgs& a) {
-  const int64_t bytes = static_cast<int64_t>(a.segs.total_rows) * a.n_in * a.elem_bytes;
-  return bytes <= (g_float_pdl_max_mb.load(std::memory_order_relaxed) << 20);
+  return WeightBytes(a) <= (g_float_pdl_max_mb.load(std::memory_order_relaxed) << 20);
+}
+
+// The ring kernel for a one-token launch of a's weights (GemvOptions::float_ring_max_mb).
+bool Ring(const FloatArgs& a) {
+  const int64_t mb = g_float_ring_max_mb.load(std::memory_order_relaxed);
+  return mb > 0 && WeightBytes(a) <= (mb << 20);
 }
 
 }  // namespace
@@ -257,6 +265,7 @@ void gemv::SetFloatGemvOptions(const GemvOptions& o) {
   g_float_per_part.store(o.float_per_part);
   g_float_vectors.store(o.float_vectors);
   g_float_split4_units.store(o.float_split4_units);
+  g_float_ring_max_mb.store(o.float_ring_max_mb);
 }
 
 bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, int64_t n_tok, float* out,
@@ -273,6 +282,10 @@ bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
   a.n_in = n_in;
   a.elem_bytes = type == DType::kF32 ? 4 : 2;
   a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
+  if (n_tok == 1 && Ring(a)) {
+    a.n_tok = 1;
+    if (LaunchFloatRing(type, a.segs, n_in, x, out, static_cast<int>(gate.rows()), FloatPdl(a), stream)) return true;
+  }
   // GemvFloat's split of the same rows (so the results equal MatMulShared's); a block must hold
   // a gate row and its up row.
   a.wpr = FloatWarpsPerRow(a.segs.total_rows, (n_in / e + 31) / 32);
@@ -318,6 +331,9 @@ void GemvFloat(std::span<const TensorView> ws, std::span<float* const> ys, const
       at.x = x + t0 * n_in;
       for (int k = 0; k < kMaxSegs; ++k)
         if (at.segs.y[k] != nullptr) at.segs.y[k] += t0 * at.segs.n_out[k];
+      if (at.n_tok == 1 && Ring(at) && LaunchFloatRing(type, at.segs, n_in, at.x, nullptr, 0, FloatPdl(at), stream)) {
+        continue;
+      }
       LaunchFloat(type, at, blocks, FloatPdl(at), stream);
     }
   }
