@@ -1,9 +1,7 @@
 // CudaBackend (cuda_backend.h): device memory, one stream, the ops of kernels/backend.h.
 //
-// Graphs (BeginGraph/EndGraph, see backend.h): the first pass of a key runs eagerly (lazily grown
-// scratch buffers reach their size), the second is captured into a CUDA graph and launched, later
-// ones launch the graph and skip the op calls: one launch per forward pass instead of hundreds.
-// HERD_CUDA_GRAPHS=0 turns them off.
+// Graphs (BeginGraph/EndGraph, see backend.h): step_graphs.h (eager first pass, captured second,
+// replayed after, the op calls skipped while replaying). HERD_CUDA_GRAPHS=0 turns them off.
 //
 // Host copies (staging arena, pinned device-to-host buffers, queued copies): host_copies.h.
 // Weights: weight_store.h.
@@ -15,7 +13,7 @@
 // AddRmsNorm announced for a K-quant gate/up pair is held until the next op: a MatMulSwiGlu
 // reading its output computes it inside the GEMV (internal::GemvQuantAddNorm; the norm's float
 // output is then not written), any other op launches it first (FlushNorm); rows of up to 4096
-// values (HERD_CUDA_NORM_IN_GEMV=N: up to N; 0: off).
+// values (HERD_CUDA_NORM_IN_GEMV=N: up to N; 0: off). The held-back ops: deferred_ops.h.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,7 +21,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -37,6 +34,7 @@
 #include "kernels/cuda/backend_switches.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/deferred_ops.h"
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/draw_cuda.h"
@@ -45,6 +43,7 @@
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/ops_cuda.h"
+#include "kernels/cuda/step_graphs.h"
 #include "kernels/cuda/topk_cuda.h"
 #include "kernels/cuda/weight_store.h"
 
@@ -65,9 +64,7 @@ class CudaBackend final : public Backend {
     Bind();
     cudaStreamSynchronize(stream_);
     cudaFree(norm_counter_);
-    for (auto& [key, g] : graphs_) {
-      if (g.exec != nullptr) cudaGraphExecDestroy(g.exec);
-    }
+    graphs_.Clear();
     matmul_.reset();
     scratch_.reset();
     weights_.FreeAll();
@@ -158,38 +155,17 @@ class CudaBackend final : public Backend {
 
   // --- graphs ---
   void BeginGraph(uint64_t key) override {
-    HERD_CHECK_MSG(!capturing_ && !replaying_, "nested BeginGraph");
+    HERD_CHECK_MSG(!graphs_.capturing() && !graphs_.replaying(), "nested BeginGraph");
     FlushDeferred();  // ops deferred before the graph run before it
     if (!sw_.graphs) return;
     Bind();
-    Graph& g = graphs_[key];
-    current_ = &g;
-    if (g.exec != nullptr) {
-      replaying_ = true;
-    } else if (g.seen) {
-      HERD_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      capturing_ = true;
-    } else {
-      g.seen = true;  // the eager first pass
-    }
+    graphs_.Begin(key);
   }
   void EndGraph() override {
     FlushDeferred();
-    if (!sw_.graphs || current_ == nullptr) return;
+    if (!sw_.graphs) return;
     Bind();
-    Graph& g = *current_;
-    current_ = nullptr;
-    if (capturing_) {
-      capturing_ = false;
-      cudaGraph_t graph = nullptr;
-      HERD_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-      HERD_CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
-      HERD_CUDA_CHECK(cudaGraphDestroy(graph));
-    } else if (!replaying_) {
-      return;
-    }
-    replaying_ = false;
-    HERD_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+    graphs_.End();
   }
 
   // --- hints ---
@@ -254,7 +230,7 @@ class CudaBackend final : public Backend {
                     float* up_out) override {
     DIAG_SKIP("glu", n_tok);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
-    if (replaying_) return;
+    if (graphs_.replaying()) return;
     {
       const TensorView ws[] = {gate, up};
       float* const ys[] = {gate_out, up_out};
@@ -376,7 +352,7 @@ class CudaBackend final : public Backend {
                   float* out) override {
     DIAG_SKIP("norm", n_rows);
     const std::optional<TensorView> next = std::exchange(next_matmul_, std::nullopt);
-    if (replaying_) return;
+    if (graphs_.replaying()) return;
     if (!sw_.fuse) return Backend::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out);
     std::optional<PendingSlices> slices;  // y as partial sums, added by the norm kernel
     if (pending_slices_ && pending_slices_->y == y && pending_slices_->n_tok == n_rows &&
@@ -404,7 +380,7 @@ class CudaBackend final : public Backend {
   void RopeStoreKv(const KvLayerView& cache, const AttentionBatch& batch, float* q, int32_t n_heads, float* k,
                    const float* v, const int32_t* positions, const float* inv_freq, int32_t n_rot) override {
     DIAG_SKIP("rope", batch.n_tokens);
-    if (replaying_) return;
+    if (graphs_.replaying()) return;
     if (!sw_.fuse) return Backend::RopeStoreKv(cache, batch, q, n_heads, k, v, positions, inv_freq, n_rot);
     const bool reads_split =
         pending_split_ && pending_split_->ys[0] == q && pending_split_->ys[1] == k && pending_split_->ys[2] == v;
@@ -422,7 +398,7 @@ class CudaBackend final : public Backend {
     if (!keep_split) FlushSplit();
     FlushSlices();
     FlushRope();
-    if (replaying_) return false;
+    if (graphs_.replaying()) return false;
     Bind();
     if (!matmul) matmul_->DropPreparedInput();
     return true;
@@ -432,13 +408,6 @@ class CudaBackend final : public Backend {
     matmul_->DropPreparedInput();
   }
 
-  // A MatMul's output held as MatMulSlicedK's partial sums [n][n_tok][rows] (MatMul above).
-  struct PendingSlices {
-    float* y;
-    const float* parts;
-    int n;
-    int64_t n_tok, rows;
-  };
   // AddRmsNorm's kernel: with the int8 input of the announced quantized GEMV where it can.
   // `slices`: y is pending as MatMulSlicedK's partial sums, which the norm kernel adds where it
   // takes them (else they are summed into y first).
@@ -456,16 +425,6 @@ class CudaBackend final : public Backend {
       internal::SumSplitsInto(slices->y, slices->rows, slices->parts, slices->n, slices->n_tok, stream_);
     cuda::AddRmsNorm(x, y, weight, eps, n_rows, n_cols, out, stream_);
   }
-  // A one-row AddRmsNorm announced for a K-quant matmul, not yet launched (AddRmsNorm above).
-  struct PendingNorm {
-    float* x;
-    const float* y;
-    const float* weight;
-    float eps;
-    int64_t n_cols;
-    float* out;
-    TensorView next;
-  };
   // The pending one-row norm run inside the GEMV of ws (GemvQuantAddNorm) when that GEMV reads its
   // output; false, the norm still pending (BeginOp launches it), where the kernel does not apply.
   bool NormInGemv(std::span<const TensorView> ws, const float* x, int64_t n_tok, std::span<float* const> ys) {
@@ -486,13 +445,6 @@ class CudaBackend final : public Backend {
     LaunchAddRmsNorm(pn.x, pn.y, pn.weight, pn.eps, 1, pn.n_cols, pn.out, pn.next);
   }
 
-  // A RopeStoreKv not yet launched (RopeStoreKv above).
-  struct PendingRope {
-    KvLayerView cache;
-    AttentionBatch batch;
-    int32_t n_heads;
-    cuda::RopeStoreArgs args;
-  };
   void LaunchRope(const PendingRope& r) {
     FlushSplit();  // it reads q, k and v
     Bind();
@@ -518,14 +470,6 @@ class CudaBackend final : public Backend {
     FlushRope();
   }
 
-  // MatMulConcatenated's Q/K/V output not yet copied to the callers' buffers (MatMulShared).
-  struct PendingSplit {
-    const void* weight;  // the first weight's data
-    const float* all;    // [n_tok, ld]
-    int64_t n_tok, ld;
-    float* ys[3];
-    int64_t cols[3];
-  };
   // Copies a pending split's column ranges into their buffers (three 2D copies, graph nodes
   // under capture).
   void FlushSplit() {
@@ -540,13 +484,8 @@ class CudaBackend final : public Backend {
     }
   }
 
-  struct Graph {
-    bool seen = false;  // ran eagerly once
-    cudaGraphExec_t exec = nullptr;
-  };
-
   void NotInGraph() {
-    HERD_CHECK_MSG(!capturing_ && !replaying_, "memory operation between BeginGraph and EndGraph");
+    HERD_CHECK_MSG(!graphs_.capturing() && !graphs_.replaying(), "memory operation between BeginGraph and EndGraph");
     FlushDeferred();
   }
 
@@ -575,10 +514,7 @@ class CudaBackend final : public Backend {
   WeightStore weights_{stream_};
   const BackendSwitches sw_ = BackendSwitches::FromEnv();
   HostCopies copies_{stream_, sw_.pinned_d2h};
-  std::unordered_map<uint64_t, Graph> graphs_;
-  Graph* current_ = nullptr;  // between BeginGraph and EndGraph
-  bool capturing_ = false;
-  bool replaying_ = false;
+  StepGraphs graphs_{stream_};
 };
 
 }  // namespace

@@ -11,7 +11,6 @@
 //     HalfTcMaxTok tokens (HalfTcMaxTokGrouped for weights sharing a launch): GemmHalfTc (TMA +
 //     wgmma, the weights of one type in one launch; gate/up with the SwiGLU in MatMulSwiGlu).
 //     F32 weights: SGEMM (no TF32).
-#include <cublas_v2.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -19,9 +18,10 @@
 #include <memory>
 #include <string_view>
 #include <utility>
-#include <vector>
 
+#include "kernels/cuda/blas_gemm.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/gemm_tuned.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -33,7 +33,6 @@ namespace {
 constexpr int64_t kGemvMaxTokQuant = 8;
 constexpr int64_t kGemvMaxTokFloat = 1;
 constexpr size_t kTileBytes = size_t{64} << 20;
-constexpr size_t kCublasWorkspace = size_t{32} << 20;
 // Fused kernel or dequantized tiles + cuBLAS for quantized weights (H100, bench/results/
 // cuda-quant-tc-2026-11-24.md): the fused kernel wins where the weight is large for the batch
 // (rows x cols >= 256Ki x n_tok: its per-tile latency and split-K partials are amortized) and
@@ -72,47 +71,19 @@ MatMulPath PathFromEnvironment() {
 // Scratch slot of an activation format (ref::VecDotType of a quantized weight type).
 int ActSlot(DType format) { return format == DType::kQ8_0 ? 0 : format == DType::kQ8_1 ? 1 : 2; }
 
-size_t AlignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-// A device buffer that only grows. It must not grow while the stream is being captured. A
-// grown-out buffer is kept until the runner goes: CUDA graphs captured earlier (the backend's
-// decode graphs) still point at it and may be replayed after the growth.
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  size_t cap = 0;
-  std::vector<void*> retired;
-  void* Get(size_t bytes, cudaStream_t stream) {
-    if (bytes <= cap) return ptr;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    HERD_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-    HERD_CHECK_MSG(capture == cudaStreamCaptureStatusNone,
-                   "MatMulRunner: scratch must grow to %zu bytes during graph capture; call Reserve first", bytes);
-    if (ptr != nullptr) retired.push_back(ptr);
-    cap = AlignUp(bytes, size_t{1} << 20);
-    HERD_CUDA_CHECK(cudaMalloc(&ptr, cap));
-    return ptr;
-  }
-  ~DeviceBuffer() {
-    if (ptr != nullptr) cudaFree(ptr);
-    for (void* p : retired) cudaFree(p);
-  }
-};
-
 }  // namespace
 
 struct MatMulRunner::Impl {
   cudaStream_t stream;
-  cublasHandle_t blas = nullptr;
+  BlasGemm blas{stream};
   MatMulPath path = MatMulPath::kAuto;
   DeviceBuffer act[3];     // int8 activations + scales, per format (ActSlot)
   DeviceBuffer half_x[2];  // x as half [0] / bfloat16 [1]
   DeviceBuffer glu_half;   // GemmHalfTcGlu's output for the next matmul (x of that call is in half_x)
   DeviceBuffer tile;       // dequantized weight rows (half)
-  DeviceBuffer workspace;  // cuBLAS
   DeviceBuffer partials;   // GemmQuantTc split-K sums
   DeviceBuffer concat;     // MatMulConcatenated's output
   DeviceBuffer sliced;     // MatMulSlicedK's partial sums
-  std::unique_ptr<internal::TunedGemm> tuned;  // after workspace: it uses that buffer
   // An input converted by FusedRmsNorm / FusedSwiGlu for the next call: int8 activations for the
   // GEMV (q.q != nullptr) or half / bfloat16 x for the tensor cores (half != nullptr).
   struct Prepared {
@@ -136,9 +107,6 @@ struct MatMulRunner::Impl {
   }
 
   explicit Impl(cudaStream_t s) : stream(s), path(PathFromEnvironment()) {}
-  ~Impl() {
-    if (blas != nullptr) cublasDestroy(blas);
-  }
 
   bool UseGemv(DType t, int64_t n_tok) const {
     return (path == MatMulPath::kAuto ? AutoPath(t, n_tok) : path) == MatMulPath::kGemv;
@@ -158,23 +126,6 @@ struct MatMulRunner::Impl {
     return path == MatMulPath::kTensorCoreFused || n_tok <= (grouped ? HalfTcMaxTokGrouped() : HalfTcMaxTok());
   }
 
-  internal::TunedGemm& Tuned() {
-    if (tuned == nullptr) {
-      Blas();  // the workspace
-      tuned = std::make_unique<internal::TunedGemm>(stream, workspace.ptr, kCublasWorkspace);
-    }
-    return *tuned;
-  }
-
-  cublasHandle_t Blas() {
-    if (blas == nullptr) {
-      HERD_CUBLAS_CHECK(cublasCreate(&blas));
-      HERD_CUBLAS_CHECK(cublasSetStream(blas, stream));
-      HERD_CUBLAS_CHECK(cublasSetWorkspace(blas, workspace.Get(kCublasWorkspace, stream), kCublasWorkspace));
-    }
-    return blas;
-  }
-
   internal::QuantizedActivations Quantize(DType format, const float* x, int64_t n_tok, int64_t n_in) {
     void* buf = act[ActSlot(format)].Get(internal::QuantizedActivationBytes(n_tok, n_in), stream);
     return internal::QuantizeActivations(format, x, n_tok, n_in, buf, stream);
@@ -191,12 +142,7 @@ struct MatMulRunner::Impl {
   void Gemm(const void* a, cudaDataType_t type, int64_t m, int64_t k, const void* xh, int64_t n_tok, float* y,
             int64_t ldy) {
     blas_tail = true;
-    if (Tuned().Run(a, type, m, k, xh, n_tok, y, ldy)) return;
-    const float one = 1.f, zero = 0.f;
-    HERD_CUBLAS_CHECK(cublasGemmEx(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n_tok),
-                                   static_cast<int>(k), &one, a, type, static_cast<int>(k), xh, type,
-                                   static_cast<int>(k), &zero, y, CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F,
-                                   CUBLAS_GEMM_DEFAULT));
+    blas.Gemm(a, type, m, k, xh, n_tok, y, ldy);
   }
 
   void TensorCore(const TensorView& w, const float* x, const void* xh, int64_t n_tok, float* y) {
@@ -204,11 +150,7 @@ struct MatMulRunner::Impl {
     switch (w.type) {
       case DType::kF32: {
         blas_tail = true;
-        const float one = 1.f, zero = 0.f;
-        HERD_CUBLAS_CHECK(cublasSgemm(Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n_out),
-                                      static_cast<int>(n_tok), static_cast<int>(n_in), &one,
-                                      static_cast<const float*>(w.data), static_cast<int>(n_in), x,
-                                      static_cast<int>(n_in), &zero, y, static_cast<int>(n_out)));
+        blas.Sgemm(static_cast<const float*>(w.data), n_out, n_in, x, n_tok, y);
         return;
       }
       case DType::kF16: return Gemm(w.data, CUDA_R_16F, n_out, n_in, xh, n_tok, y, n_out);
@@ -415,14 +357,7 @@ const float* MatMulRunner::MatMulSlicedK(const TensorView& w, const float* x, in
       m.sliced.Get(sizeof(float) * static_cast<size_t>(n_slices * internal::TunedGemm::kMaxTok * rows), m.stream));
   const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
   m.blas_tail = true;
-  if (!m.Tuned().Run(w.data, type, rows, k, xh, n_tok, y, rows, n_slices)) {
-    const float one = 1.f, zero = 0.f;
-    const int64_t band = k / n_slices;
-    HERD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        m.Blas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n_tok), static_cast<int>(band),
-        &one, w.data, type, static_cast<int>(k), band, xh, type, static_cast<int>(k), band, &zero, y, CUDA_R_32F,
-        static_cast<int>(rows), rows * n_tok, n_slices, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  }
+  m.blas.GemmSlicedK(w.data, type, rows, k, xh, n_tok, y, n_slices);
   *slices = n_slices;
   return y;
 }
@@ -528,7 +463,7 @@ void MatMulRunner::Reserve(int64_t n_tok, int64_t n_in) {
   for (DeviceBuffer& b : m.act) b.Get(internal::QuantizedActivationBytes(gemv_tok, n_in), m.stream);
   if (n_tok > std::min(kGemvMaxTokQuant, kGemvMaxTokFloat) ||
       (m.path != MatMulPath::kAuto && m.path != MatMulPath::kGemv)) {
-    m.Blas();
+    m.blas.Init();
     for (DeviceBuffer& b : m.half_x) b.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);
     m.glu_half.Get(static_cast<size_t>(n_tok * n_in) * 2, m.stream);
     const int64_t rows =
