@@ -29,8 +29,6 @@
 // result does not depend on which CTA takes it: GLU mode equals the plain launch + SwiGlu
 // exactly, and for rows of one unit (<= 4 KB) it equals GemvFloatKernel at one warp per row bit
 // for bit. Ring depth: 10 stages (HERD_CUDA_FLOAT_RING_STAGES=4 for 4: 1B F16 1,172 at <= 16 MiB).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +36,7 @@
 #include <cstdlib>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/float_unpack.cuh"
 #include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/tma.cuh"
 
@@ -69,25 +68,12 @@ __host__ __device__ constexpr int SmemBytes(int n_in) {
   return kBarBytes + XBytes(n_in) + kStages * kStageBytes + kMaxPartSums * 4;  // barriers, x, ring, sums
 }
 
-template <DType T>
-__device__ __forceinline__ float Half16ToFloat(uint32_t bits16) {
-  if constexpr (T == DType::kBF16) return __uint_as_float(bits16 << 16);
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits16)));
-}
-
 // dot(16 bytes of weights, the x values they multiply), as GemvFloatKernel accumulates it.
 template <DType T>
 __device__ __forceinline__ float Dot16(const uint4& w, const float* xs, float acc) {
   float f[8];
   constexpr int kE = T == DType::kF32 ? 4 : 8;
-  if constexpr (T == DType::kF32) {
-    f[0] = __uint_as_float(w.x), f[1] = __uint_as_float(w.y), f[2] = __uint_as_float(w.z), f[3] = __uint_as_float(w.w);
-  } else {
-    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      f[2 * k] = Half16ToFloat<T>(u[k] & 0xFFFFu), f[2 * k + 1] = Half16ToFloat<T>(u[k] >> 16);
-  }
+  Unpack16<T>(w, f);
   const float4* xp = reinterpret_cast<const float4*>(xs);
 #pragma unroll
   for (int k = 0; k < kE / 4; ++k) {

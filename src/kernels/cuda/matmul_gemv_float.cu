@@ -13,8 +13,6 @@
 // On H100 (2026-11-25, since the first loads are issued before the dependency wait) 512 against
 // 64 gave llama-3.1-8b F16 b=1 +1.2% (176.0 vs 174.0 tok/s, 4 runs each) and llama-3.2-1b F16
 // +0.8%; earlier kernels lost 3% with PDL on large launches (cuda-models-2026-11-22.md).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +20,7 @@
 #include <cstdlib>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/float_unpack.cuh"
 #include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/quant_stage.cuh"
@@ -37,27 +36,6 @@ using namespace gemv;  // NOLINT(google-build-using-namespace): the shared GEMV 
 // ways) and llama-3.2-1b F16 lost 2-3% (its down projection split 4 ways): default kept at 4096
 // (bench/results/cuda-models-2026-11-22.md).
 constexpr int64_t kFloatMinUnits = 4;
-
-template <DType T>
-__device__ __forceinline__ float ToFloat(uint32_t bits16) {
-  if constexpr (T == DType::kBF16) return __uint_as_float(bits16 << 16);
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits16)));
-}
-
-// Eight (F16/BF16) or four (F32) weights of one 16-byte vector as floats.
-template <DType T>
-__device__ __forceinline__ void Unpack16(const uint4& v, float* f) {
-  if constexpr (T == DType::kF32) {
-    f[0] = __uint_as_float(v.x), f[1] = __uint_as_float(v.y), f[2] = __uint_as_float(v.z), f[3] = __uint_as_float(v.w);
-  } else {
-    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      f[2 * k] = ToFloat<T>(u[k] & 0xFFFFu);
-      f[2 * k + 1] = ToFloat<T>(u[k] >> 16);
-    }
-  }
-}
 
 template <DType T>
 __device__ __forceinline__ float LoadScalar(const uint8_t* w, int64_t i) {
