@@ -35,6 +35,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/float_unpack.cuh"
 #include "kernels/cuda/gemv_common.cuh"
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 1) GemvFloatRingKernel(const __grid_
   if (glu) {
     for (int i = threadIdx.x; 2 * i < n_rows; i += kThreads) {
       const float g = row_sum(2 * i), up = row_sum(2 * i + 1);
-      a.glu_out[j0 + i] = g / (1.0f + expf(-g)) * up;  // as SwiGlu
+      a.glu_out[j0 + i] = Silu(g) * up;  // as SwiGlu
     }
   } else {
     for (int i = threadIdx.x; i < n_rows; i += kThreads) {

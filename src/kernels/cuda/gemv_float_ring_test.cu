@@ -3,7 +3,8 @@
 // give the register kernel's bits at one warp per row (also as the last token of 9, after a
 // launch of 8); longer rows (several units, odd unit
 // sizes, several weights in one launch, more rows than one CTA's sums hold) match the oracle to
-// float rounding; what the ring does not take (rows over kMaxIn values, unaligned x) falls back.
+// float rounding; GLU mode equals the plain launch + SwiGLU; the ring is asserted to take each of
+// these shapes; what it does not take (rows over kMaxIn values, unaligned x) falls back.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "kernels/cuda/cuda_test_util.h"
 #include "kernels/cuda/gemv_common.cuh"
 #include "kernels/cuda/matmul_internal.h"
+#include "kernels/cuda/tma.cuh"
 
 namespace herd::cuda::internal {
 namespace {
@@ -50,6 +52,7 @@ class GemvFloatRingTest : public ::testing::Test {
   void SetUp() override {
     std::string why;
     if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+    if (!DeviceIsSm90()) GTEST_SKIP() << "the ring kernel needs an sm_90 GPU";
     HERD_CUDA_CHECK(cudaStreamCreate(&stream_));
   }
   void TearDown() override {
@@ -77,6 +80,21 @@ class GemvFloatRingTest : public ::testing::Test {
       out.push_back(Down<float>(ys[i].p, static_cast<size_t>(n_tok * ws[i].rows())));
     return out;
   }
+  // Whether LaunchFloatRing takes ws (GLU mode: ws = {gate, up}) at one token of x, into scratch
+  // outputs: the comparisons above would pass unchanged if the ring declined and GemvFloat fell
+  // back to the register kernel.
+  bool RingTakes(const std::vector<TensorView>& ws, const float* x, bool glu = false) {
+    std::vector<Dev> ys;
+    std::vector<float*> yp;
+    for (const TensorView& w : ws)
+      ys.emplace_back(static_cast<size_t>(w.rows()) * 4), yp.push_back(ys.back().as<float>());
+    Segs segs{};
+    MakeSegs(ws, yp, 0, ws.size(), &segs);
+    const bool took = LaunchFloatRing(ws[0].type, segs, ws[0].cols(), x, glu ? yp[0] : nullptr,
+                                      glu ? static_cast<int>(ws[0].rows()) : 0, false, stream_);
+    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return took;
+  }
   cudaStream_t stream_ = nullptr;
 };
 
@@ -97,6 +115,7 @@ TEST_F(GemvFloatRingTest, OneUnitRowsEqualTheRegisterKernel) {
         }
         // 9 tokens: a launch of 8, then one of the last token alone (the ring's).
         const Dev x = Up(RandomNormal(static_cast<size_t>(9 * n_in), 7));
+        ASSERT_TRUE(RingTakes(views, x.as<float>()));
         const auto ring = Run(views, x, true, 9), regs = Run(views, x, false, 9);
         for (size_t i = 0; i < views.size(); ++i) {
           for (size_t r = 0; r < ring[i].size(); ++r) {
@@ -118,7 +137,9 @@ TEST_F(GemvFloatRingTest, LongRowsMatchTheOracle) {
         const Weight w = MakeWeight(type, rows, n_in, 11);
         const std::vector<float> xh = RandomNormal(static_cast<size_t>(n_in), 5);
         const Dev x = Up(xh);
-        const auto y = Run({TensorView::Matrix(type, rows, n_in, w.dev.p)}, x, true)[0];
+        const std::vector<TensorView> views = {TensorView::Matrix(type, rows, n_in, w.dev.p)};
+        ASSERT_TRUE(RingTakes(views, x.as<float>()));
+        const auto y = Run(views, x, true)[0];
         for (int64_t r = 0; r < rows; ++r) {
           double want = 0, mag = 0;
           for (int64_t i = 0; i < n_in; ++i) {
@@ -126,6 +147,35 @@ TEST_F(GemvFloatRingTest, LongRowsMatchTheOracle) {
             mag += std::fabs(static_cast<double>(w.values[r * n_in + i]) * xh[i]);
           }
           ASSERT_NEAR(y[r], want, 1e-5 * mag + 1e-30) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
+// GLU mode (gate and up rows j in one CTA, silu(gate) * up written): silu of the plain launch's
+// sums, to float rounding of expf (the sums themselves are the same; their order does not
+// depend on the CTA).
+TEST_F(GemvFloatRingTest, GluEqualsThePlainLaunchThenSwiGlu) {
+  for (DType type : kTypes) {
+    for (int64_t n_in : {int64_t{2048}, int64_t{4104}}) {
+      for (int64_t rows : {int64_t{37}, int64_t{1000}}) {
+        SCOPED_TRACE(std::string(DTypeName(type)) + " n_in=" + std::to_string(n_in) + " rows=" + std::to_string(rows));
+        const Weight g = MakeWeight(type, rows, n_in, 21), u = MakeWeight(type, rows, n_in, 22);
+        const std::vector<TensorView> views = {TensorView::Matrix(type, rows, n_in, g.dev.p),
+                                               TensorView::Matrix(type, rows, n_in, u.dev.p)};
+        const Dev x = Up(RandomNormal(static_cast<size_t>(n_in), 23));
+        ASSERT_TRUE(RingTakes(views, x.as<float>(), /*glu=*/true));
+        const auto plain = Run(views, x, true);  // leaves the options with the ring on
+        Dev out(static_cast<size_t>(rows) * 4);
+        HERD_CUDA_CHECK(cudaMemset(out.p, 0xFF, static_cast<size_t>(rows) * 4));
+        ASSERT_TRUE(GemvFloatGlu(views[0], views[1], x.as<float>(), 1, out.as<float>(), stream_));
+        HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const auto glu = Down<float>(out.p, static_cast<size_t>(rows));
+        for (int64_t j = 0; j < rows; ++j) {
+          const float a = plain[0][j], b = plain[1][j];
+          const float want = a / (1.0f + std::exp(-a)) * b;
+          ASSERT_NEAR(glu[j], want, 1e-6f * std::fabs(want) + 1e-30f) << "row " << j;
         }
       }
     }

@@ -261,7 +261,6 @@ bool GemvFloatGlu(const TensorView& gate, const TensorView& up, const float* x, 
   a.elem_bytes = type == DType::kF32 ? 4 : 2;
   a.vec = n_in % e == 0 && Aligned16(x) && Aligned16(gate.data) && Aligned16(up.data);
   if (n_tok == 1 && Ring(a)) {
-    a.n_tok = 1;
     if (LaunchFloatRing(type, a.segs, n_in, x, out, static_cast<int>(gate.rows()), FloatPdl(a), stream)) return true;
   }
   // GemvFloat's split of the same rows (so the results equal MatMulShared's); a block must hold
