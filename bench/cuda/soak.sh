@@ -5,6 +5,7 @@
 # they become defaults (the float GEMV ring, HERD_CUDA_FLOAT_RING_MB: one stalled run in session
 # 26, call 7). One line per run in $OUT/soak.log, a summary per set on stdout.
 #   bench/cuda/soak.sh MODEL RUNS LIMIT_S "A=1 B=2" "C=3"...   (MODEL: a .gguf path)
+# REPS (default 3) sets bench-model's -r: tg128 repetitions per process.
 # e.g. bench/cuda/soak.sh /tmp/models/1b.gguf 100 30 "HERD_CUDA_FLOAT_RING_MB=16" "HERD_CUDA_FLOAT_RING_MB=40"
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
@@ -18,7 +19,7 @@ for e in "$@"; do
   stalled=0 failed=0
   for i in $(seq "$runs"); do
     t0=$SECONDS
-    env "${vars[@]}" timeout "$limit" "$DEV/herd" bench-model -m "$model" --device cuda -p 0 -n 128 -r 3 \
+    env "${vars[@]}" timeout "$limit" "$DEV/herd" bench-model -m "$model" --device cuda -p 0 -n 128 -r "${REPS:-3}" \
       > "$OUT/soak-run.txt" 2>&1
     rc=$?
     line=$(grep -E "tg128" "$OUT/soak-run.txt" | tail -1)

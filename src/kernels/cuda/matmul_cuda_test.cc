@@ -258,7 +258,8 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
       const double scale = std::sqrt(sq);
 
       // Each path with the device's GEMV choices; float weights' GEMV also with each choice of
-      // vectors in flight and 4-warp row split (the two tunings of matmul_gemv_float.cu).
+      // vectors in flight and 4-warp row split (the two tunings of matmul_gemv_float.cu's register
+      // kernel, with the ring kernel off).
       // Quantized weights' GEMV also staged and read in place (gemv_quant_direct.cu, K-quants at
       // one token; the others ignore the switch).
       struct Run {
@@ -284,6 +285,9 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
         gemv_options.float_vectors = run.float_vectors;
         gemv_options.float_split4_units = run.float_split4_units;
         gemv_options.quant_direct = run.quant_direct;
+        // The default runs take the ring kernel for these small one-token launches (the default
+        // float_ring_max_mb); the tuning runs test the register kernel, which takes the larger ones.
+        if (run.float_vectors != 0) gemv_options.float_ring_max_mb = 0;
         internal::SetGemvOptions(gemv_options);
         SCOPED_TRACE(
             std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in) +

@@ -117,7 +117,7 @@ struct GemvOptions {
   int quant_direct = -1;
   // One-token float launches of at most this many MiB of weights through the shared-memory ring
   // kernel (gemv_float_ring.cu) where it applies (0: none; HERD_CUDA_FLOAT_RING_MB).
-  int64_t float_ring_max_mb = 0;
+  int64_t float_ring_max_mb = 16;
 };
 bool GemvProgrammaticLaunch();
 void SetGemvOptions(const GemvOptions& options);
