@@ -292,13 +292,10 @@ constexpr DType MixPartner(DType t) {
 }
 
 // The one-token GEMV that reads K-quant weights in place (gemv_quant_direct.cu) over `blocks`
-// thread blocks of kWarps / a.wpr rows, for t0 alone (t1 == t0) or with t1 == MixPartner(t0);
-// smem: each warp copies its steps into shared memory first (16-byte cp.async) and the lanes
-// read their words from there.
+// thread blocks of kWarps / a.wpr rows, for t0 alone (t1 == t0) or with t1 == MixPartner(t0).
 // Returns false, queueing nothing, where it does not apply: a.n_tok != 1, unaligned rows, a wpr
 // other than 1, 2 or 4, a type other than Q2_K..Q6_K, or another pair.
-bool LaunchGemvQuantDirect(DType t0, DType t1, const QuantArgs& a, int blocks, bool smem, bool pdl,
-                           cudaStream_t stream);
+bool LaunchGemvQuantDirect(DType t0, DType t1, const QuantArgs& a, int blocks, bool pdl, cudaStream_t stream);
 // Steps whose weights one warp of that kernel loads together (the work split's per_part).
 inline constexpr int kDirectStepsPerWarp = 2;
 

@@ -261,13 +261,12 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
       // vectors in flight and 4-warp row split (the two tunings of matmul_gemv_float.cu's register
       // kernel, with the ring kernel off).
       // Quantized weights' GEMV also staged and read in place (gemv_quant_direct.cu, K-quants at
-      // one token; the others ignore the switch), in place also through per-warp shared memory.
+      // one token; the others ignore the switch).
       struct Run {
         MatMulPath path;
         int float_vectors;
         int64_t float_split4_units;
         int quant_direct;
-        int quant_direct_smem = -1;
       };
       std::vector<Run> runs = {{MatMulPath::kGemv, 0, -1, -1},
                                {MatMulPath::kTensorCore, 0, -1, -1},
@@ -279,7 +278,6 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
           for (const int64_t split4 : {0, 64}) runs.push_back({MatMulPath::kGemv, vectors, split4, -1});
       } else {
         for (const int direct : {0, 1}) runs.push_back({MatMulPath::kGemv, 0, -1, direct});
-        for (const int direct : {-1, 1}) runs.push_back({MatMulPath::kGemv, 0, -1, direct, 1});  // staged in place
       }
       for (const Run& run : runs) {
         const MatMulPath mp = run.path;
@@ -287,7 +285,6 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
         gemv_options.float_vectors = run.float_vectors;
         gemv_options.float_split4_units = run.float_split4_units;
         gemv_options.quant_direct = run.quant_direct;
-        gemv_options.quant_direct_smem = run.quant_direct_smem;
         // The default runs take the ring kernel for these small one-token launches (the default
         // float_ring_max_mb); the tuning runs test the register kernel, which takes the larger ones.
         if (run.float_vectors != 0) gemv_options.float_ring_max_mb = 0;
@@ -296,8 +293,7 @@ TEST_P(MatMulCudaTest, MatchesReferenceOnBothPaths) {
             std::string(DTypeName(type)) + " n_out=" + std::to_string(s.n_out) + " n_in=" + std::to_string(s.n_in) +
             " n_tok=" + std::to_string(s.n_tok) + " path=" + std::to_string(static_cast<int>(mp)) +
             " float_vectors=" + std::to_string(run.float_vectors) +
-            " split4=" + std::to_string(run.float_split4_units) + " direct=" + std::to_string(run.quant_direct) +
-            " direct_smem=" + std::to_string(run.quant_direct_smem));
+            " split4=" + std::to_string(run.float_split4_units) + " direct=" + std::to_string(run.quant_direct));
         HERD_CUDA_CHECK(cudaMemsetAsync(dy.p, 0xFF, s.n_tok * s.n_out * 4, stream));  // NaN
         if (mp == MatMulPath::kTensorCoreFused && Traits(type).quantized && s.n_in % 2048 == 0) {
           EXPECT_TRUE(internal::GemmQuantTcSupports(view)) << "the fused kernel must take this weight";
@@ -544,10 +540,9 @@ TEST(MatMulCudaSharedTest, MixedTypesInOneLaunchMatchOracle) {
       {{DType::kQ4_K, DType::kQ6_K, DType::kQ4_K, DType::kQ6_K, DType::kQ4_K, DType::kQ6_K}, {5, 6, 7, 8, 9, 10}},
   };
   uint32_t seed = 11;
-  for (const int direct : {0, 1, 2}) {  // one-token launches staged, read in place, in place via shared memory
+  for (const int direct : {0, 1}) {  // one-token launches staged, then read in place
     internal::GemvOptions options;
-    options.quant_direct = direct > 0 ? 1 : 0;
-    options.quant_direct_smem = direct == 2 ? 1 : 0;
+    options.quant_direct = direct;
     internal::SetGemvOptions(options);
     SCOPED_TRACE("direct=" + std::to_string(direct));
     for (const Case& c : cases) {

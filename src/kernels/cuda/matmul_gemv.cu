@@ -62,10 +62,6 @@ std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages 
 const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
 const bool g_wave_rule = EnvOn("HERD_CUDA_GEMV_WAVE_RULE");
 std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
-std::atomic<int> g_direct_smem{EnvIntOr("HERD_CUDA_GEMV_DIRECT_SMEM", -1)};
-
-// Whether the in-place GEMV stages each warp's weights in shared memory (gemv_quant_direct.cu).
-bool DirectSmem() { return g_direct_smem.load(std::memory_order_relaxed) > 0; }
 
 // Whether a one-token launch of t0 weights (with their partner) of n_steps steps per row reads
 // them in place (gemv_quant_direct.cu): by default for Q3_K, and for the other K-quants where
@@ -125,8 +121,7 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
       ad.wpr = WarpsPerRow(a.segs.total_rows, a.n_steps, kDirectStepsPerWarp, g_want_warps);
       const int rows_per_block_d = kWarps / ad.wpr;
       const int blocks_d = (a.segs.total_rows + rows_per_block_d - 1) / rows_per_block_d;
-      if (LaunchGemvQuantDirect(c0, mixed ? t1 : c0, ad, blocks_d, DirectSmem(), GemvProgrammaticLaunch(), stream))
-        continue;
+      if (LaunchGemvQuantDirect(c0, mixed ? t1 : c0, ad, blocks_d, GemvProgrammaticLaunch(), stream)) continue;
     }
     for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxTok) {
       QuantArgs at = a;
@@ -163,7 +158,6 @@ void SetGemvOptions(const GemvOptions& o) {
   g_groups_per_block.store(o.groups_per_block);
   g_split_stages.store(o.split_stages);
   g_direct.store(o.quant_direct);
-  g_direct_smem.store(o.quant_direct_smem);
   gemv::SetFloatGemvOptions(o);
 }
 

@@ -115,9 +115,6 @@ struct GemvOptions {
   // One-token GEMVs of K-quant weights read in place (gemv_quant_direct.cu) instead of staged in
   // shared memory: 1 on, 0 off, -1 the measured default (HERD_CUDA_GEMV_DIRECT).
   int quant_direct = -1;
-  // ... with each warp's weights copied into shared memory first (16-byte cp.async) and the lanes'
-  // words read from there: 1 on, 0 off, -1 the measured default (HERD_CUDA_GEMV_DIRECT_SMEM).
-  int quant_direct_smem = -1;
   // One-token float launches of at most this many MiB of weights through the shared-memory ring
   // kernel (gemv_float_ring.cu) where it applies (0: none; HERD_CUDA_FLOAT_RING_MB).
   int64_t float_ring_max_mb = 16;
