@@ -7,8 +7,8 @@
 // 1024), thread j holding values [8j, 8j + 8) (zeros past n_cols): x (+= y, where y may be 2 or 4
 // partial sums added in order: MatMulSlicedK), the sum of squares over the CTA,
 // out = x * scale * weight, then the output policy on the same registers.
-// SwiGLU kernels: one CTA per 2048-value span and row (HERD_CUDA_GLU_SPAN: 256-1024-value
-// spans, more CTAs), threads of 8 values, each computing its 8 values of silu(gate) * up first.
+// SwiGLU kernels: the grid of QuantizeActivations (one CTA per 2048-value span and row, 256
+// threads of 8 values), each thread computing its 8 values of silu(gate) * up first.
 // Output policies: ToInt8<F> (QuantizeOctet: every lane of the warp, padding included) and
 // ToHalf<T> (8 values rounded to T, only inside the row; ConvertActivations' rounding).
 // All are launched with programmatic dependent launch (launch_pdl.cuh): the norm weight is read
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(256)
   PdlTrigger();
   PdlWait();
   const int64_t t = blockIdx.y;
-  const int64_t v0 = static_cast<int64_t>(blockIdx.x) * (8 * blockDim.x) + 8 * threadIdx.x;
+  const int64_t v0 = static_cast<int64_t>(blockIdx.x) * kStepValues + 8 * threadIdx.x;
   float v[8] = {};
   if (v0 < n_in) {  // n_in is a multiple of 8
     float g[8], u[8];
@@ -187,23 +187,11 @@ void LaunchNorm(const Out& emit, int64_t n_tok, int64_t n_cols, cudaStream_t str
   }
 }
 
-// Values per CTA of the SwiGLU kernels (HERD_CUDA_GLU_SPAN: 256, 512, 1024 or 2048, the default):
-// a divisor of the 2048-value span, so each warp still covers whole 256-value blocks.
-int GluSpan() {
-  static const int span = [] {
-    const char* e = std::getenv("HERD_CUDA_GLU_SPAN");
-    const int v = e == nullptr ? 0 : std::atoi(e);
-    return v == 256 || v == 512 || v == 1024 ? v : static_cast<int>(kStepValues);
-  }();
-  return span;
-}
-
 template <class Out>
 void LaunchGlu(const Out& emit, int64_t n_tok, int64_t n_in, cudaStream_t stream, const float* gate, const float* up,
                float* out) {
-  const int span = GluSpan();
-  const dim3 grid(static_cast<unsigned>(MakeActLayout(1, n_in).q_stride / span), static_cast<unsigned>(n_tok));
-  LaunchPdl(SwiGluFusedKernel<Out>, grid, dim3(static_cast<unsigned>(span / 8)), 0, stream, gate, up, out, n_in, emit);
+  const dim3 grid(static_cast<unsigned>(MakeActLayout(1, n_in).q_stride / kStepValues), static_cast<unsigned>(n_tok));
+  LaunchPdl(SwiGluFusedKernel<Out>, grid, dim3(256), 0, stream, gate, up, out, n_in, emit);
 }
 
 // Calls fn(policy) with the int8 policy of `format` writing into buffer.
