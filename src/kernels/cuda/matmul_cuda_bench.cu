@@ -3,6 +3,7 @@
 //                          [--tok 1,2,4,8,16,64,512] [--reps 10] [--paths gemv,tc,tcf,cublas,stream]
 //                          [--pdl 1] [--float-pdl-mb 64] [--groups -1] [--shape 4096:14336] [--split 2]
 //                          [--float-vectors 0|2|4] [--float-split4 -1|0|64] [--direct -1|0|1]
+//                          [--float-ring-mb 16]
 // Shapes n_in:n_out, and n_in:n1+n2+n3 for weights sharing one launch (MatMulShared, as the
 // model's Q/K/V and gate/up run), e.g. --shape 4096:4096+1024+1024.
 // For each (shape, type, n_tok, path): random weights (generated on the GPU, finite scales),
@@ -12,8 +13,10 @@
 // weight bandwidth (weight bytes / time) and TFLOP/s (2 n_in n_out n_tok / time). Activation
 // conversion kernels are part of each call. "auto" marks the path MatMulRunner picks by default.
 // "stream": no matmul, a kernel that only reads the weight bytes (the read floor for that size).
-// --pdl (0|1), --float-pdl-mb MB, --groups N, --split N, --float-vectors N, --float-split4 N and
-// --direct N set internal::GemvOptions (A/B of GEMV launch choices; 0 / -1: the device's choice).
+// --pdl (0|1), --float-pdl-mb MB, --groups N, --split N, --float-vectors N, --float-split4 N,
+// --direct N and --float-ring-mb MB set internal::GemvOptions (A/B of GEMV launch choices; 0 / -1:
+// the device's choice; the HERD_CUDA_* variables of these options do not reach the bench, whose
+// options replace them).
 // Also prints the device-to-device copy bandwidth (bytes read + written) for reference.
 #include <cuda_runtime.h>
 
@@ -151,6 +154,8 @@ int Main(int argc, char** argv) {
       gemv.float_split4_units = std::atoll(v.c_str());
     else if (k == "--direct")
       gemv.quant_direct = std::atoi(v.c_str());
+    else if (k == "--float-ring-mb")
+      gemv.float_ring_max_mb = std::atoll(v.c_str());
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
