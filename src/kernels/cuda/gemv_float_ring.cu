@@ -7,7 +7,7 @@
 //
 // Taken for launches of <= 16 MiB by default (GemvOptions::float_ring_max_mb;
 // HERD_CUDA_FLOAT_RING_MB, 0: never). Measured on an H200, tg128
-// (bench/results/cuda-session26-2026-11-28.md, -session27-):
+// (bench/results/cuda-session26-2026-11-28.md, cuda-session27-2026-11-28.md):
 //  - launches of <= 16 MiB through it (llama-3.2-1b Q/K/V 12.6 MB and O 8.4 MB): 1B F16
 //    1,165 -> 1,189 tok/s (3 rounds each), 1B BF16 1,168 -> 1,190 (2 rounds); in the timeline
 //    Q/K/V 6.4 -> 4.8 us and O 3.7 -> 2.8 us;
@@ -15,10 +15,14 @@
 //    1,165 / 235 (the gate/up GEMV 19-22 -> 25 us; under ncu 39% of DRAM bandwidth, its
 //    consumer warps waiting for the ring); <= 40 MiB (1B's down projection too) 1,070-1,078;
 //  - one run at <= 40 MiB stopped making progress (a 300 s timeout, call 7), which 11 later
-//    runs (6 at 40, 5 at 16 MiB) did not repeat. Session 27 soaked it (HERD_CUDA_FLOAT_RING_MB=16:
-//    40 processes x 5 tg128 runs; =40: 25 x 5; bench/cuda/soak.sh), all finished in 1-2 s, and
-//    compute-sanitizer synccheck and memcheck found 0 errors on GemvFloatRingTest, so 16 MiB
-//    became the default. The stall's cause is still unknown. (H100: not measured.)
+//    runs (6 at 40, 5 at 16 MiB) did not repeat. Session 27 soaked it (bench/cuda/soak.sh, 5 x
+//    tg128 a process: 40 processes at 16 MiB, 25 at 40, then 60 with 16 as the default, 1B F16
+//    and BF16), none stalled, and compute-sanitizer synccheck and memcheck found 0 errors on
+//    GemvFloatRingTest, so 16 MiB became the default. The stall's cause is still unknown.
+//    (H100: not measured.)
+//  - alone (herd_cuda_matmul_bench --float-ring-mb) it is slower than GemvFloatKernel at every
+//    size (O 2048 -> 2048: 5.1 against 3.7 us); its gain in the model comes from the rows it
+//    copies before the dependency wait, while the kernel before still runs.
 //
 // Work split (persistent, one CTA per SM): CTA c owns rows [c * rows_per_cta, ...) of the
 // launch's concatenated weights (GLU mode: gate rows j and up rows j of its range of j); a row
