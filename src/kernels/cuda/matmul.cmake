@@ -31,6 +31,15 @@ target_compile_options(herd_cuda_ffn_branch_bench PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
 set_target_properties(herd_cuda_ffn_branch_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 
+# The one-token F16 GEMV chain of a layer stack as launches against one persistent kernel with
+# grid barriers (what a persistent layer kernel could save; timing and a one-layer check).
+#   build/bin/herd_cuda_layer_chain_bench [--layers 16] [--embd 2048] [--qkv 3072] [--ff 8192]
+add_executable(herd_cuda_layer_chain_bench ${CMAKE_CURRENT_LIST_DIR}/layer_chain_bench.cu)
+target_link_libraries(herd_cuda_layer_chain_bench PRIVATE herd_kernels_cuda)
+target_compile_options(herd_cuda_layer_chain_bench PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:${HERD_CUDA_ARCHS};--expt-relaxed-constexpr;-lineinfo>)
+set_target_properties(herd_cuda_layer_chain_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
 # Residual add + RmsNorm feeding a one-token GEMV: norm kernel + GEMV against the norm inside
 # GemvQuantAddNorm (gemv_add_norm.cu; timing).
 #   build/bin/herd_cuda_gemv_norm_bench [--reps 20]
