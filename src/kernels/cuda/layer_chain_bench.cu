@@ -6,8 +6,10 @@
 //   persistent: as one cooperative kernel (one CTA of 16 warps per SM), warps taking rows
 //               round-robin, the phases separated by a grid barrier (an arrival counter and a
 //               generation word); each CTA stages the phase's input vector in shared memory;
-//   persistent+prefetch: the same, each warp loading its first row's first 8 x 16 bytes of the
-//               next phase before it waits at the barrier (the weights do not depend on it).
+//               Each warp keeps its next batch of 8 x 16 bytes a lane in flight while it uses one
+//               (the rest of the row, else its next row of the phase);
+//   persistent+prefetch: the same, the last batch of a phase also loading the warp's first batch
+//               of the next phase, before the barrier (the weights do not depend on it).
 // Only the GEMVs: no norms, attention, SwiGLU or residual adds in either form (the down GEMV
 // reads the gate output), so the difference is the launches' ramp, tail and dependency waits
 // against the barriers. Weights: random F16 in +-[2^-4, 2) (bench_fill.cuh), distinct per layer
@@ -104,9 +106,20 @@ __global__ void __launch_bounds__(kWarps * 32, 1) ChainKernel(const __grid_const
         if (have_pre) {
 #pragma unroll
           for (int b = 0; b < kBatch; ++b) buf[b] = pre[b];
-          have_pre = false;
         } else {
           LoadBatch(ph, r, v0, lane, buf);
+        }
+        // The warp's next batch in flight while this one is used: the rest of this row, the next
+        // row of the phase, or (prefetch) the first row of the next phase, before the barrier.
+        have_pre = true;
+        if (v0 + 32 * kBatch < n_vec) {
+          LoadBatch(ph, r, v0 + 32 * kBatch, lane, pre);
+        } else if (r + n_warps < ph.rows) {
+          LoadBatch(ph, r + n_warps, 0, lane, pre);
+        } else if (a.prefetch && p + 1 < a.n_phases && gw < a.ph[p + 1].rows) {
+          LoadBatch(a.ph[p + 1], gw, 0, lane, pre);
+        } else {
+          have_pre = false;
         }
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
@@ -124,11 +137,6 @@ __global__ void __launch_bounds__(kWarps * 32, 1) ChainKernel(const __grid_const
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
       if (lane == 0) ph.y[r] = acc;
-    }
-    // The next phase's first batch, before the barrier.
-    if (a.prefetch && p + 1 < a.n_phases && gw < a.ph[p + 1].rows) {
-      LoadBatch(a.ph[p + 1], gw, 0, lane, pre);
-      have_pre = true;
     }
     __syncthreads();  // xs is rewritten after the barrier
   }
@@ -180,9 +188,9 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  if (layers < 1 || 4 * layers > kMaxPhases || embd % 8 != 0 || ff % 8 != 0 || qkv < embd || ff > kMaxIn ||
+  if (layers < 1 || 4 * layers > kMaxPhases || embd % 8 != 0 || ff % 8 != 0 || qkv < embd + 2 || ff > kMaxIn ||
       embd > kMaxIn) {
-    std::fprintf(stderr, "shapes out of range (layers <= %d, embd and ff multiples of 8 up to %d, qkv >= embd)\n",
+    std::fprintf(stderr, "shapes out of range (layers <= %d, embd and ff multiples of 8 up to %d, qkv > embd + 1)\n",
                  kMaxPhases / 4, kMaxIn);
     return 2;
   }
