@@ -16,6 +16,8 @@
 // (121.5 MB a layer at the 1B shape, far over L2). Check: one layer from the same input in both
 // forms, the worst difference relative to the output's largest value (summation orders differ).
 //   herd_cuda_layer_chain_bench [--layers 16] [--embd 2048] [--qkv 3072] [--ff 8192] [--reps 20]
+//                               [--sync-only 1] (the persistent form without rows: its grid barriers
+//                               and input staging alone)
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
@@ -158,7 +160,7 @@ void* RandomF16(int64_t rows, int64_t cols, uint32_t seed, std::vector<void*>* o
   const size_t bytes = static_cast<size_t>(rows * cols) * 2;
   void* p = Alloc(bytes, owned);
   bench::FillKernel<<<static_cast<unsigned>((bytes + 255) / 256), 256>>>(static_cast<uint8_t*>(p), bytes, seed, 2, -1,
-                                                                          -1, 1, false);
+                                                                         -1, 1, false);
   HERD_CUDA_CHECK_LAUNCH();
   return p;
 }
@@ -169,7 +171,7 @@ float Median(std::vector<float> v) {
 }
 
 int Main(int argc, char** argv) {
-  int layers = 16, reps = 20;
+  int layers = 16, reps = 20, sync_only = 0;
   int64_t embd = 2048, qkv = 3072, ff = 8192;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -183,6 +185,8 @@ int Main(int argc, char** argv) {
       ff = std::atoll(v.c_str());
     } else if (k == "--reps") {
       reps = std::atoi(v.c_str());
+    } else if (k == "--sync-only") {
+      sync_only = std::atoi(v.c_str());
     } else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -251,7 +255,8 @@ int Main(int argc, char** argv) {
       const Layer& l = ls[i];
       a.ph[a.n_phases++] =
           Phase{static_cast<const uint4*>(l.qkv_all), static_cast<int>(qkv), static_cast<int>(embd), x, q};
-      a.ph[a.n_phases++] = Phase{static_cast<const uint4*>(l.o_w), static_cast<int>(embd), static_cast<int>(embd), q, o};
+      a.ph[a.n_phases++] =
+          Phase{static_cast<const uint4*>(l.o_w), static_cast<int>(embd), static_cast<int>(embd), q, o};
       a.ph[a.n_phases++] =
           Phase{static_cast<const uint4*>(l.gu_all), static_cast<int>(2 * ff), static_cast<int>(embd), o, g};
       a.ph[a.n_phases++] =
@@ -337,8 +342,10 @@ int Main(int argc, char** argv) {
   HERD_CUDA_CHECK(cudaEventCreate(&e0));
   HERD_CUDA_CHECK(cudaEventCreate(&e1));
   for (const bool prefetch : {false, true}) {
-    const ChainArgs a = phases(layers, prefetch);
-    persistent(a);  // warm-up
+    ChainArgs a = phases(layers, prefetch);
+    if (sync_only != 0)
+      for (int i = 0; i < a.n_phases; ++i) a.ph[i].rows = 0;  // barriers and input staging only
+    persistent(a);                                            // warm-up
     std::vector<float> ms;
     for (int r = 0; r < reps; ++r) {
       HERD_CUDA_CHECK(cudaEventRecord(e0, s));
@@ -349,7 +356,7 @@ int Main(int argc, char** argv) {
       HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
       ms.push_back(t);
     }
-    report(prefetch ? "persistent+prefetch" : "persistent", Median(ms));
+    report(sync_only != 0 ? "barriers+staging" : prefetch ? "persistent+prefetch" : "persistent", Median(ms));
   }
   HERD_CUDA_CHECK(cudaEventDestroy(e0));
   HERD_CUDA_CHECK(cudaEventDestroy(e1));
