@@ -1,14 +1,22 @@
 // Replay timing of CUDA graphs for the CUDA benchmarks (matmul_cuda_bench.cu,
-// ffn_branch_bench.cu, attention_cuda_bench.cu). Host code; timing only.
+// ffn_branch_bench.cu, attention_cuda_bench.cu, layer_chain_bench.cu) and the median of their
+// samples. Host code; timing only.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
 
 namespace herd::cuda::bench {
+
+// The median of v (the upper middle value of an even count).
+inline float Median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 // Milliseconds of each of `reps` launches of `exec` on `stream`, one after the other, each
 // bracketed by events and waited for (so a replay's time excludes the host's next launch).

@@ -72,11 +72,6 @@ struct Layer {
   Part part[2];
 };
 
-float Median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int Main(int argc, char** argv) {
   int layers = 32, reps = 10, down_q6 = 1;
   int64_t embd = 4096, ff = 14336;
@@ -221,7 +216,7 @@ int Main(int argc, char** argv) {
     HERD_CUDA_CHECK(cudaGraphLaunch(exec, s0));
     HERD_CUDA_CHECK(cudaStreamSynchronize(s0));
     const std::vector<float> ms = bench::GraphReplayMs(exec, s0, reps);
-    const double us = Median(ms) * 1e3 / layers;
+    const double us = bench::Median(ms) * 1e3 / layers;
     std::printf("%-10s nodes %4zu  %7.2f us per layer  %6.0f GB/s\n", names[mode], n_nodes, us,
                 weight_bytes / layers / (us * 1e-6) / 1e9);
     std::fflush(stdout);

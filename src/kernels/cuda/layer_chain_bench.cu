@@ -165,11 +165,6 @@ void* RandomF16(int64_t rows, int64_t cols, uint32_t seed, std::vector<void*>* o
   return p;
 }
 
-float Median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 int Main(int argc, char** argv) {
   int layers = 16, reps = 20, sync_only = 0;
   int64_t embd = 2048, qkv = 3072, ff = 8192;
@@ -334,7 +329,7 @@ int Main(int argc, char** argv) {
     HERD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     HERD_CUDA_CHECK(cudaGraphLaunch(exec, s));
     HERD_CUDA_CHECK(cudaStreamSynchronize(s));
-    report("launches", Median(bench::GraphReplayMs(exec, s, reps)));
+    report("launches", bench::Median(bench::GraphReplayMs(exec, s, reps)));
     HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
     HERD_CUDA_CHECK(cudaGraphDestroy(graph));
   }
@@ -356,7 +351,7 @@ int Main(int argc, char** argv) {
       HERD_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
       ms.push_back(t);
     }
-    report(sync_only != 0 ? "barriers+staging" : prefetch ? "persistent+prefetch" : "persistent", Median(ms));
+    report(sync_only != 0 ? "barriers+staging" : prefetch ? "persistent+prefetch" : "persistent", bench::Median(ms));
   }
   HERD_CUDA_CHECK(cudaEventDestroy(e0));
   HERD_CUDA_CHECK(cudaEventDestroy(e1));

@@ -90,11 +90,6 @@ struct ShapeSpec {
   }
 };
 
-float Median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double CopyBandwidth(cudaStream_t stream) {
   const size_t bytes = size_t{1} << 30;
   void *a, *b;
@@ -118,7 +113,7 @@ double CopyBandwidth(cudaStream_t stream) {
   cudaEventDestroy(e1);
   cudaFree(a);
   cudaFree(b);
-  return 2.0 * bytes / (Median(ms) * 1e-3) / 1e9;
+  return 2.0 * bytes / (bench::Median(ms) * 1e-3) / 1e9;
 }
 
 int Main(int argc, char** argv) {
@@ -270,7 +265,7 @@ int Main(int argc, char** argv) {
           for (float& t : ms) t /= kCalls;
           HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
           HERD_CUDA_CHECK(cudaGraphDestroy(graph));
-          const double us = Median(ms) * 1e3;
+          const double us = bench::Median(ms) * 1e3;
           std::printf("%-4s %6lld %15s %-5s %4lld %-5s %5s %10.1f %8.0f %8.1f\n", s.model,
                       static_cast<long long>(s.n_in), s.OutLabel().c_str(), tname.c_str(),
                       static_cast<long long>(n_tok), pname.c_str(),
