@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/cuda/bench_fill.cuh"
+#include "kernels/cuda/bench_flags.h"
 #include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -76,24 +77,14 @@ int Main(int argc, char** argv) {
   int layers = 32, reps = 10, down_q6 = 1;
   int64_t embd = 4096, ff = 14336;
   double frac = 0.5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--layers") {
-      layers = std::atoi(v.c_str());
-    } else if (k == "--embd") {
-      embd = std::atoll(v.c_str());
-    } else if (k == "--ff") {
-      ff = std::atoll(v.c_str());
-    } else if (k == "--reps") {
-      reps = std::atoi(v.c_str());
-    } else if (k == "--down-q6") {
-      down_q6 = std::atoi(v.c_str());
-    } else if (k == "--frac") {
-      frac = std::atof(v.c_str());
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
-      return 2;
-    }
+  if (!bench::ParseFlags(argc, argv,
+                         {{"--layers", &layers},
+                          {"--embd", &embd},
+                          {"--ff", &ff},
+                          {"--reps", &reps},
+                          {"--down-q6", &down_q6},
+                          {"--frac", &frac}})) {
+    return 2;
   }
   std::string why;
   if (!DeviceAvailable(&why)) {

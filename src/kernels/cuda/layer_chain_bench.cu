@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cuda/bench_fill.cuh"
+#include "kernels/cuda/bench_flags.h"
 #include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/float_unpack.cuh"
@@ -168,24 +169,14 @@ void* RandomF16(int64_t rows, int64_t cols, uint32_t seed, std::vector<void*>* o
 int Main(int argc, char** argv) {
   int layers = 16, reps = 20, sync_only = 0;
   int64_t embd = 2048, qkv = 3072, ff = 8192;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--layers") {
-      layers = std::atoi(v.c_str());
-    } else if (k == "--embd") {
-      embd = std::atoll(v.c_str());
-    } else if (k == "--qkv") {
-      qkv = std::atoll(v.c_str());
-    } else if (k == "--ff") {
-      ff = std::atoll(v.c_str());
-    } else if (k == "--reps") {
-      reps = std::atoi(v.c_str());
-    } else if (k == "--sync-only") {
-      sync_only = std::atoi(v.c_str());
-    } else {
-      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
-      return 2;
-    }
+  if (!bench::ParseFlags(argc, argv,
+                         {{"--layers", &layers},
+                          {"--embd", &embd},
+                          {"--qkv", &qkv},
+                          {"--ff", &ff},
+                          {"--reps", &reps},
+                          {"--sync-only", &sync_only}})) {
+    return 2;
   }
   if (layers < 1 || 4 * layers > kMaxPhases || embd % 8 != 0 || ff % 8 != 0 || qkv < embd + 2 || ff > kMaxIn ||
       embd > kMaxIn) {
