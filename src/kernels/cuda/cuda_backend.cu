@@ -1,10 +1,9 @@
-// CudaBackend (cuda_backend.h): device memory, one stream, the ops of kernels/backend.h.
+// CudaBackend (cuda_backend.h): the ops of kernels/backend.h on one stream; device memory, copies
+// and weights in its base, CudaMemoryBackend (cuda_backend_memory.h).
 //
 // Graphs (BeginGraph/EndGraph, see backend.h): step_graphs.h (eager first pass, captured second,
 // replayed after, the op calls skipped while replaying). HERD_CUDA_GRAPHS=0 turns them off.
 //
-// Host copies (staging arena, pinned device-to-host buffers, queued copies): host_copies.h.
-// Weights: weight_store.h.
 // Fused ops (AddRmsNorm, RopeStoreKv) run as one kernel each; RopeStoreKv is held until the next
 // op, and a PagedAttention right after it on a decode batch takes it into its decode kernel
 // (attention_cuda.h). A norm or SwiGLU announced by PrepareMatMulInput also writes the int8 input
@@ -33,125 +32,40 @@
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/backend_switches.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_backend_memory.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/deferred_ops.h"
 #include "kernels/cuda/dequantize_cuda.h"
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/draw_cuda.h"
 #include "kernels/cuda/gemm_split_k.h"
-#include "kernels/cuda/host_copies.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/step_graphs.h"
 #include "kernels/cuda/topk_cuda.h"
-#include "kernels/cuda/weight_store.h"
 
 namespace herd::cuda {
 namespace {
 
-size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
-class CudaBackend final : public Backend {
+class CudaBackend final : public CudaMemoryBackend {
  public:
   CudaBackend(int device, int num_sms, cudaStream_t stream)
-      : device_(device), num_sms_(num_sms), stream_(stream), matmul_(std::make_unique<MatMulRunner>(stream)) {
+      : CudaMemoryBackend(device, stream), num_sms_(num_sms), matmul_(std::make_unique<MatMulRunner>(stream)) {
     HERD_CUDA_CHECK(cudaMalloc(&norm_counter_, sizeof(int)));
     HERD_CUDA_CHECK(cudaMemset(norm_counter_, 0, sizeof(int)));
   }
 
-  ~CudaBackend() override {
+  ~CudaBackend() override {  // then ~CudaMemoryBackend frees the weights and copy buffers
     Bind();
     cudaStreamSynchronize(stream_);
     cudaFree(norm_counter_);
     graphs_.Clear();
     matmul_.reset();
     scratch_.reset();
-    weights_.FreeAll();
-    copies_.FreeAll();
-    cudaStreamDestroy(stream_);
   }
 
   const char* name() const override { return "cuda"; }
-
-  // --- memory ---
-  void* Alloc(size_t bytes) override {
-    NotInGraph();
-    Bind();
-    const size_t rounded = RoundUp(bytes == 0 ? 1 : bytes, 64);
-    void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, rounded);  // 256-byte aligned
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_b = 0, total_b = 0;
-      cudaMemGetInfo(&free_b, &total_b);
-      HERD_CHECK_MSG(false, "out of GPU memory allocating %zu bytes (%zu of %zu free): %s", bytes, free_b, total_b,
-                     cudaGetErrorString(err));
-    }
-    HERD_CUDA_CHECK(cudaMemsetAsync(p, 0, rounded, stream_));  // ordered before every later op
-    return p;
-  }
-
-  void Free(void* ptr) override {
-    NotInGraph();
-    if (ptr == nullptr) return;
-    Bind();
-    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));  // queued ops may still use it
-    HERD_CUDA_CHECK(cudaFree(ptr));
-  }
-
-  void CopyToDevice(void* dst, const void* src, size_t bytes) override {
-    NotInGraph();
-    ForgetFusion();  // the copy may overwrite a prepared matmul input
-    Bind();
-    copies_.ToDevice(dst, src, bytes);
-  }
-
-  void CopyToHost(void* dst, const void* src, size_t bytes) override {
-    NotInGraph();
-    Bind();
-    copies_.ToHost(dst, src, bytes);
-  }
-
-  void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
-    NotInGraph();
-    ForgetFusion();  // the copy may overwrite a prepared matmul input
-    if (bytes == 0) return;
-    Bind();
-    HERD_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
-  }
-
-  uint64_t QueueCopyToHost(void* dst, const void* src, size_t bytes) override {
-    NotInGraph();
-    Bind();
-    return copies_.Queue(dst, src, bytes);
-  }
-  void WaitCopyToHost(uint64_t ticket) override {
-    Bind();
-    copies_.Wait(ticket);
-  }
-
-  void Synchronize() override {
-    NotInGraph();
-    Bind();
-    HERD_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    copies_.Recycle();
-  }
-
-  TensorView PrepareWeight(const TensorView& host) override {
-    Bind();
-    return weights_.Upload(host);
-  }
-  void PrepareWeightGroup(std::span<const TensorView> hosts, std::span<TensorView> out) override {
-    Bind();
-    weights_.UploadGroup(hosts, out);
-  }
-
-  bool DeviceMemory(size_t* free_bytes, size_t* total_bytes) const override {
-    Bind();
-    HERD_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
-    return true;
-  }
 
   // --- graphs ---
   void BeginGraph(uint64_t key) override {
@@ -484,21 +398,13 @@ class CudaBackend final : public Backend {
     }
   }
 
-  void NotInGraph() {
+  void BeforeMemoryOp(bool overwrites) override {
     HERD_CHECK_MSG(!graphs_.capturing() && !graphs_.replaying(), "memory operation between BeginGraph and EndGraph");
     FlushDeferred();
+    if (overwrites) ForgetFusion();  // the copy may overwrite a prepared matmul input
   }
 
-  // Makes this backend's GPU current on the calling thread (several backends may share a process).
-  void Bind() const {
-    int current = -1;
-    HERD_CUDA_CHECK(cudaGetDevice(&current));
-    if (current != device_) HERD_CUDA_CHECK(cudaSetDevice(device_));
-  }
-
-  const int device_;
   const int num_sms_;
-  cudaStream_t stream_;
   std::unique_ptr<MatMulRunner> matmul_;
   std::optional<TensorView> next_matmul_;  // PrepareMatMulInput's weight, for the next op
   std::optional<PendingRope> pending_rope_;
@@ -511,9 +417,6 @@ class CudaBackend final : public Backend {
   // they run as separate outputs from then on.
   std::unordered_set<const void*> copied_out_;
   std::unique_ptr<AttentionScratch> scratch_ = std::make_unique<AttentionScratch>();
-  WeightStore weights_{stream_};
-  const BackendSwitches sw_ = BackendSwitches::FromEnv();
-  HostCopies copies_{stream_, sw_.pinned_d2h};
   StepGraphs graphs_{stream_};
 };
 
