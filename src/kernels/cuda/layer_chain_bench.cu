@@ -18,7 +18,6 @@
 //   herd_cuda_layer_chain_bench [--layers 16] [--embd 2048] [--qkv 3072] [--ff 8192] [--reps 20]
 //                               [--sync-only 1] (the persistent form without rows: its grid barriers
 //                               and input staging alone)
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -328,6 +327,7 @@ int Main(int argc, char** argv) {
   HERD_CUDA_CHECK(cudaEventCreate(&e0));
   HERD_CUDA_CHECK(cudaEventCreate(&e1));
   for (const bool prefetch : {false, true}) {
+    if (sync_only != 0 && prefetch) break;  // without rows there is nothing to prefetch
     ChainArgs a = phases(layers, prefetch);
     if (sync_only != 0)
       for (int i = 0; i < a.n_phases; ++i) a.ph[i].rows = 0;  // barriers and input staging only
