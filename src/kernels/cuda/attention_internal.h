@@ -257,4 +257,8 @@ void LaunchSmallDecode(const Params& p, int32_t min_split, DType format, void* b
                        internal::QuantizedActivations* activations, cudaStream_t stream);
 bool MergeQuantizeTakes(int32_t n_heads, int32_t group, int32_t head_dim, DType format);
 
+// Aborts (file:line) on a cache the CUDA kernels do not take: types F16 / F32 / Q8_0, head_dim a
+// multiple of the type's block, positive sizes.
+void CheckCache(const KvLayerView& c);
+
 }  // namespace herd::cuda::attn

@@ -1,7 +1,7 @@
 # Matmul part of the CUDA backend (MatMulRunner, GetRows): its GPU test and its benchmark.
 #   build/bin/herd_cuda_matmul_bench [--models 8b,1b] [--types F16,Q4_K] [--tok 1,8,512] [--paths gemv,tc]
 herd_cuda_test(herd_cuda_matmul_test SOURCES matmul_cuda_test.cc matmul_quant_tc_test.cc gemm_split_k_test.cc
-               gemm_tuned_test.cc gemv_float_ring_test.cu)
+               gemm_tuned_test.cc gemv_float_ring_test.cu quant_act_test.cc)
 
 add_executable(herd_cuda_matmul_bench ${CMAKE_CURRENT_LIST_DIR}/matmul_cuda_bench.cu)
 target_link_libraries(herd_cuda_matmul_bench PRIVATE herd_kernels_cuda)
