@@ -23,6 +23,7 @@ BackendSwitches BackendSwitches::FromEnv() {
   BackendSwitches s;
   s.graphs = EnvOn("HERD_CUDA_GRAPHS", s.graphs);
   s.pinned_d2h = EnvOn("HERD_CUDA_PINNED_D2H", s.pinned_d2h);
+  s.kernel_copies = EnvOn("HERD_CUDA_KERNEL_COPIES", s.kernel_copies);
   s.fuse = EnvOn("HERD_CUDA_FUSE", s.fuse);
   s.fuse_inputs = s.fuse && EnvOn("HERD_CUDA_FUSE_INPUT", s.fuse_inputs);
   s.norm_in_gemv_max_cols = s.fuse_inputs ? EnvCols("HERD_CUDA_NORM_IN_GEMV", s.norm_in_gemv_max_cols) : 0;

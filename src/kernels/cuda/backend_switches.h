@@ -7,8 +7,11 @@
 namespace herd::cuda {
 
 struct BackendSwitches {
-  bool graphs = true;       // HERD_CUDA_GRAPHS: decode steps as CUDA graphs
-  bool pinned_d2h = true;   // HERD_CUDA_PINNED_D2H: queued device-to-host copies through pinned memory
+  bool graphs = true;      // HERD_CUDA_GRAPHS: decode steps as CUDA graphs
+  bool pinned_d2h = true;  // HERD_CUDA_PINNED_D2H: queued device-to-host copies through pinned memory
+  // HERD_CUDA_KERNEL_COPIES: small staged uploads and queued downloads (a decode step's batch and
+  // ids) as one-CTA kernels on pinned memory instead of DMAs (host_copies.h).
+  bool kernel_copies = true;
   bool fuse = true;         // HERD_CUDA_FUSE: every fusion below, and the deferred RoPE / split
   bool fuse_inputs = true;  // HERD_CUDA_FUSE_INPUT: producers write their matmul's input format
   // A one-row AddRmsNorm before a K-quant GEMV of rows of up to this many values runs inside that

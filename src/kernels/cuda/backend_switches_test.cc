@@ -50,6 +50,7 @@ TEST(BackendSwitchesTest, DefaultsWithoutEnvironment) {
   const BackendSwitches s = BackendSwitches::FromEnv();
   EXPECT_TRUE(s.graphs);
   EXPECT_TRUE(s.pinned_d2h);
+  EXPECT_TRUE(s.kernel_copies);
   EXPECT_TRUE(s.fuse);
   EXPECT_TRUE(s.fuse_inputs);
   EXPECT_EQ(s.norm_in_gemv_max_cols, 4096);
@@ -62,6 +63,7 @@ TEST(BackendSwitchesTest, DefaultsWithoutEnvironment) {
 TEST(BackendSwitchesTest, EachSwitchIsRead) {
   ScopedEnv env(Vars{{"HERD_CUDA_GRAPHS", "0"},
                      {"HERD_CUDA_PINNED_D2H", "0"},
+                     {"HERD_CUDA_KERNEL_COPIES", "0"},
                      {"HERD_CUDA_NORM_IN_GEMV", "2048"},
                      {"HERD_CUDA_NORM_IN_QKV", "8192"},
                      {"HERD_CUDA_ATTN_QUANT_OUT", "0"},
@@ -71,6 +73,7 @@ TEST(BackendSwitchesTest, EachSwitchIsRead) {
   EXPECT_EQ(s.norm_in_gemv_q8_0_min_cols, 1);
   EXPECT_FALSE(s.graphs);
   EXPECT_FALSE(s.pinned_d2h);
+  EXPECT_FALSE(s.kernel_copies);
   EXPECT_TRUE(s.fuse_inputs);
   EXPECT_EQ(s.norm_in_gemv_max_cols, 2048);
   EXPECT_EQ(s.norm_in_qkv_min_cols, 8192);

@@ -47,7 +47,7 @@ class CudaMemoryBackend : public Backend {
   cudaStream_t stream_;
   const BackendSwitches sw_ = BackendSwitches::FromEnv();
   WeightStore weights_{stream_};
-  HostCopies copies_{stream_, sw_.pinned_d2h};
+  HostCopies copies_{stream_, sw_.pinned_d2h, sw_.kernel_copies};
 };
 
 }  // namespace herd::cuda

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -84,6 +85,38 @@ TEST_F(CudaMemoryTest, AllocZeroesAndCopiesRoundTrip) {
   }
   const auto got_big = Download(big_dst, big);
   for (size_t i = 0; i < big; i += 4093) ASSERT_EQ(got_big[i], static_cast<float>(i % 1000003));
+}
+
+// Small staged uploads and queued downloads (the kernel copies, HERD_CUDA_KERNEL_COPIES, and the
+// DMAs past their 16 KB limit): every size around the 16-byte vector and the limit, at odd device
+// offsets (the byte path) and aligned ones, queued back to back with up to kMaxQueuedCopies
+// downloads in flight; the host buffers die right after the calls.
+TEST_F(CudaMemoryTest, SmallUploadsAndQueuedDownloadsAreExact) {
+  const size_t sizes[] = {1, 3, 15, 16, 17, 100, 4099, 16383, 16384, 16385, 70000};
+  constexpr size_t kSlot = 80000;
+  const size_t n_sizes = std::size(sizes);
+  auto* dev = static_cast<uint8_t*>(backend_->Alloc(2 * n_sizes * kSlot));
+  owned_.push_back(dev);
+  auto bytes_of = [](size_t k, size_t i) { return static_cast<uint8_t>((k * 131 + i * 7 + i / 251) & 0xFF); };
+  for (size_t k = 0; k < 2 * n_sizes; ++k) {  // even k: aligned, odd k: 1 byte past a 64-byte boundary
+    std::vector<uint8_t> h(sizes[k / 2]);
+    for (size_t i = 0; i < h.size(); ++i) h[i] = bytes_of(k, i);
+    backend_->CopyToDevice(dev + k * kSlot + (k % 2), h.data(), h.size());
+  }
+  std::vector<std::vector<uint8_t>> got(2 * n_sizes);
+  std::vector<uint64_t> tickets;
+  size_t next_wait = 0;
+  for (size_t k = 0; k < 2 * n_sizes; ++k) {
+    got[k].assign(sizes[k / 2], 0);
+    if (tickets.size() - next_wait == Backend::kMaxQueuedCopies) backend_->WaitCopyToHost(tickets[next_wait++]);
+    tickets.push_back(backend_->QueueCopyToHost(got[k].data(), dev + k * kSlot + (k % 2), got[k].size()));
+  }
+  while (next_wait < tickets.size()) backend_->WaitCopyToHost(tickets[next_wait++]);
+  for (size_t k = 0; k < 2 * n_sizes; ++k) {
+    for (size_t i = 0; i < got[k].size(); ++i) {
+      ASSERT_EQ(got[k][i], bytes_of(k, i)) << "size " << sizes[k / 2] << " offset " << k % 2 << " byte " << i;
+    }
+  }
 }
 
 TEST_F(CudaMemoryTest, PrepareWeightUploadsOnceInFileLayout) {

@@ -40,6 +40,7 @@ void HostCopies::ToDevice(void* dst, const void* src, size_t bytes) {
   }
   void* staged = Stage(bytes);
   std::memcpy(staged, src, bytes);
+  if (kernel_copies_ && bytes <= kKernelCopyMax) return CopySmallByKernel(dst, staged, bytes, stream_);
   HERD_CUDA_CHECK(cudaMemcpyAsync(dst, staged, bytes, cudaMemcpyHostToDevice, stream_));
 }
 
@@ -87,7 +88,11 @@ uint64_t HostCopies::Queue(void* dst, const void* src, size_t bytes) {
     HERD_CUDA_CHECK(cudaMallocHost(&q.pinned, q.capacity));
   }
   if (q.done == nullptr) HERD_CUDA_CHECK(cudaEventCreateWithFlags(&q.done, cudaEventDisableTiming));
-  if (bytes > 0) HERD_CUDA_CHECK(cudaMemcpyAsync(q.pinned, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  if (kernel_copies_ && bytes <= kKernelCopyMax) {
+    CopySmallByKernel(q.pinned, src, bytes, stream_);
+  } else if (bytes > 0) {
+    HERD_CUDA_CHECK(cudaMemcpyAsync(q.pinned, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  }
   HERD_CUDA_CHECK(cudaEventRecord(q.done, stream_));
   q.dst = dst;
   q.bytes = bytes;

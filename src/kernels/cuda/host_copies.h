@@ -13,6 +13,10 @@
 // Queue / Wait (a pipelined decode step's token ids): the copy lands in one of
 // Backend::kMaxQueuedCopies pinned slots behind an event and is copied out when waited for, so the
 // host can queue the next pass before this one is done; tickets are waited for in issue order.
+// Copies of up to kKernelCopyMax bytes in ToDevice (from the staging arena) and Queue (into the
+// slot) run as one small kernel reading or writing the pinned host memory through unified
+// addressing (CopySmallByKernel) instead of a DMA, unless kernel_copies is false
+// (HERD_CUDA_KERNEL_COPIES=0).
 // The caller makes the right device current before each call (several GPUs per process).
 #pragma once
 
@@ -26,9 +30,14 @@
 
 namespace herd::cuda {
 
+// dst = src for `bytes` bytes as one CTA on `stream`, either side pinned host memory (unified
+// addressing: cudaMallocHost memory is device-addressable) or device memory (host_copy_kernel.cu).
+void CopySmallByKernel(void* dst, const void* src, size_t bytes, cudaStream_t stream);
+
 class HostCopies {
  public:
-  HostCopies(cudaStream_t stream, bool pinned_to_host) : stream_(stream), pinned_to_host_(pinned_to_host) {}
+  HostCopies(cudaStream_t stream, bool pinned_to_host, bool kernel_copies)
+      : stream_(stream), pinned_to_host_(pinned_to_host), kernel_copies_(kernel_copies) {}
   ~HostCopies() { FreeAll(); }
   HostCopies(const HostCopies&) = delete;
   HostCopies& operator=(const HostCopies&) = delete;
@@ -49,6 +58,7 @@ class HostCopies {
   static constexpr size_t kPinnedMin = size_t{64} << 10;      // smaller device-to-host copies: direct
   static constexpr size_t kPinnedMax = size_t{16} << 20;      // larger ones: direct (bulk, not latency)
   static constexpr int kChunks = 4;
+  static constexpr size_t kKernelCopyMax = size_t{16} << 10;  // larger staged / queued copies: DMA
 
   struct Chunk {
     void* data = nullptr;
@@ -68,6 +78,7 @@ class HostCopies {
 
   cudaStream_t stream_;
   const bool pinned_to_host_;
+  const bool kernel_copies_;
   std::vector<Chunk> staging_;
   size_t staged_bytes_ = 0;
   void* d2h_ = nullptr;  // pinned, d2h_bytes_
