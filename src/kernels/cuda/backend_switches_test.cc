@@ -16,7 +16,8 @@ namespace {
 
 constexpr const char* kNames[] = {"HERD_CUDA_GRAPHS",         "HERD_CUDA_PINNED_D2H",    "HERD_CUDA_FUSE",
                                   "HERD_CUDA_FUSE_INPUT",     "HERD_CUDA_NORM_IN_GEMV",  "HERD_CUDA_NORM_IN_QKV",
-                                  "HERD_CUDA_ATTN_QUANT_OUT", "HERD_CUDA_ATTN_HALF_OUT", "HERD_CUDA_NORM_IN_GEMV_Q8_0"};
+                                  "HERD_CUDA_ATTN_QUANT_OUT", "HERD_CUDA_ATTN_HALF_OUT", "HERD_CUDA_NORM_IN_GEMV_Q8_0",
+                                  "HERD_CUDA_KERNEL_COPIES"};
 
 using Vars = std::vector<std::pair<const char*, const char*>>;
 
