@@ -13,7 +13,6 @@
 #include "base/fp16.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_test_util.h"
-#include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/quants.h"
 #include "tensor/quant_blocks.h"
@@ -23,12 +22,6 @@ namespace {
 
 using testing::Dev;
 using testing::Down;
-
-#define SKIP_WITHOUT_GPU()                           \
-  do {                                               \
-    std::string why;                                 \
-    if (!DeviceAvailable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 // Byte offset of value v in the GEMV's int8 activation row (matmul_internal.h: 2048-value
 // spans; value u of a span at 16-byte vector 32 * ((u % 64) / 16) + u / 64).
@@ -41,7 +34,8 @@ int64_t ActPos(int64_t v) {
 // ref::QuantizeRow, for rows whose blocks span many magnitudes (half-subnormal and overflowing
 // Q8_0 scales included) and ties of x / d at k + 0.5.
 TEST(QuantizeActivationsTest, BitIdenticalToReference) {
-  SKIP_WITHOUT_GPU();
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << why;
   std::mt19937 rng(11);
   for (DType f : {DType::kQ8_0, DType::kQ8_1, DType::kQ8_K}) {
     const int64_t bs = Traits(f).block_size;
