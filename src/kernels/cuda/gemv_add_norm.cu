@@ -23,6 +23,12 @@
 // 8B Q4_K_M decodes 449.8 -> 473.9 tok/s with them (likely: their weights stream while the down
 // GEMV before them drains; bench/results/cuda-session17-2026-11-28.md); 1B (2048-value rows)
 // loses 2.6%, so the backend takes Q/K/V rows of at least 4096 values (HERD_CUDA_NORM_IN_QKV).
+// Where a 1B gate/up launch's time goes (H200, phase marks of gemv_add_norm_diag.cuh, session
+// 29): ~0.8 us from entry to the dependency release, ~2.3 us of norm, then ~1 us per chunk of
+// dot products even where the whole share of rows was in the ring before the release: the
+// consumer loop is issue-bound (~105 SASS instructions an item, 16 warps). Dropping the loop's
+// integer divisions (stage, parity and first item kept incrementally): tg128 1B Q4_K_M 2,135 ->
+// 2,200 tok/s, 8B Q4_K_M 497 -> 525; 1B Q6_K 1,768 -> 1,743 (its instance spills more).
 // Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
 // chunk), _STAGES (ring depth), each also per launch width (TuningFor).
 #include <algorithm>
@@ -33,6 +39,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemv_add_norm_diag.cuh"
 #include "kernels/cuda/gemv_quant_kernel.cuh"
 #include "kernels/cuda/quant_act.cuh"
 #include "kernels/cuda/tma.cuh"
@@ -81,7 +88,8 @@ struct AddNormArgs {
   const float* y;     // [n_in]
   const float* w;     // [n_in] the norm's weight
   float eps;
-  int* counter;  // zero before the launch; zero again after it
+  int* counter;   // zero before the launch; zero again after it
+  int diag_slot;  // HERD_DIAG_ADDNORM_PHASES builds: this launch's slot (gemv_add_norm_diag.cuh)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -140,6 +148,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   __shared__ float red[32];
   __shared__ int last;  // this CTA read x last
   PdlTrigger();
+  DIAG_MARK(0);
   const QuantArgs& a = na.q;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, tid = threadIdx.x;
   const int consumers = static_cast<int>(blockDim.x / 32) - 1, nthr = 32 * consumers;
@@ -182,6 +191,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
       r += n;
     }
     CpAsyncWait<0>();
+    DIAG_MARK_BY(8, 32u * consumers);
     return;
   }
 
@@ -201,6 +211,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     }
   }
   PdlWait();  // x, y come from the kernels before this one; y's buffers may still be read by them
+  DIAG_MARK(1);
   float ss = 0.f;
 #pragma unroll
   for (int k = 0; k < 2; ++k) {
@@ -216,10 +227,12 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
 #pragma unroll
     for (int i = 0; i < 8; ++i) ss += h[k][i] * h[k][i];
   }
+  DIAG_MARK(2);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (lane == 0) red[warp] = ss;
   ConsumerSync(nthr);  // every read of x in this CTA is done
+  DIAG_MARK(3);
   if (tid == 0) last = atomicAdd(na.counter, 1) == static_cast<int>(gridDim.x) - 1;
   float sum_sq = 0.f;
   for (int w = 0; w < consumers; ++w) sum_sq += red[w];
@@ -242,6 +255,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
       QuantizeOctet<ActFormat<T0>()>(v, 0, 8 * (tid + k * nthr), o);
     }
   }
+  DIAG_MARK(4);
   ConsumerSync(nthr);
   if (last) {  // every CTA has read x: store x + y, and leave the counter at zero
 #pragma unroll
@@ -254,6 +268,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     }
     if (tid == 0) *na.counter = 0;  // the next launch uses it only after this grid completed
   }
+  DIAG_MARK(5);
 
   // --- the GEMV: (row, step) items of each chunk, row-major, round-robin over the warps ---
   const int n_steps = a.n_steps;
@@ -263,39 +278,51 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   ActLane xs;
   if (active) LoadActShared<T0>(o, my_step, lane, xs);
   float* partial = reinterpret_cast<float*>(ring + n_stages * na.stage_bytes);  // [rows of the CTA][n_steps]
-  int done = 0;                                                                 // rows of the chunks before this one
+  // Per chunk: the ring stage and its phase parity, and this warp's first item, all kept
+  // incrementally (no integer division in the loop: at 1B a chunk is two items a warp, and the
+  // divisions were a third of the loop's instructions).
+  int s = 0, rem = 0;  // rem: rows of the chunks before this one, mod per_step
+  uint32_t parity = 0;
+  float* pw = partial + my_step;  // partial sum of the chunk's row 0 for this warp's step
   for (int r = r_begin, k = 0; r < r_end; ++k) {
     int seg, n;
     bool t1;
     chunk_at(r, seg, t1, n);
-    const int s = k % n_stages;
-    int i = slot - done % per_step;
+    int i = slot - rem;
     if (i < 0) i += per_step;
-    MbarWait(SmemAddr(&full[s]), static_cast<uint32_t>(k / n_stages) & 1u);
-    const uint8_t* buf = ring + s * na.stage_bytes;
+    MbarWait(SmemAddr(&full[s]), parity);
+    if (k < 4) DIAG_MARK(9 + 2 * k);
+    const bool in_t1 = T0 != T1 && t1;
+    const int rb = static_cast<int>(in_t1 ? a.row_bytes1 : a.row_bytes);  // a stage is < 200 KB
+    const uint8_t* buf = ring + s * na.stage_bytes + my_step * (in_t1 ? QBlock<T1>::kStepBytes : B0::kStepBytes);
     for (; i < n; i += per_step) {
       float acc = 0.f;
       if (active) {
-        if (T0 != T1 && t1) {
+        if (in_t1) {
           Lane<T1> w;
-          LaneLoad<T1>(w, buf + i * a.row_bytes1 + my_step * QBlock<T1>::kStepBytes, lane, nb);
+          LaneLoad<T1>(w, buf + i * rb, lane, nb);
           acc = w.Dot(xs);
         } else {
           Lane<T0> w;
-          LaneLoad<T0>(w, buf + i * a.row_bytes + my_step * B0::kStepBytes, lane, nb);
+          LaneLoad<T0>(w, buf + i * rb, lane, nb);
           acc = w.Dot(xs);
         }
       }
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-      if (lane == 0) partial[(r - r_begin + i) * n_steps + my_step] = acc;
+      if (lane == 0) pw[i * n_steps] = acc;
     }
+    if (k < 4) DIAG_MARK(10 + 2 * k);
     __syncwarp();
     if (lane == 0) MbarArrive(SmemAddr(&empty[s]));
-    done += n;
+    pw += n * n_steps;
+    rem += n;
+    while (rem >= per_step) rem -= per_step;
+    if (++s == n_stages) s = 0, parity ^= 1u;
     r += n;
   }
   ConsumerSync(nthr);
+  DIAG_MARK(6);
   for (int rr = tid; rr < r_end - r_begin; rr += nthr) {
     float sum = 0.f;
     for (int st = 0; st < n_steps; ++st) sum += partial[rr * n_steps + st];
@@ -303,6 +330,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     const int seg = FindSeg(a.segs, gr);
     a.segs.y[seg][gr - a.segs.row0[seg]] = sum;
   }
+  DIAG_MARK(7);
 #endif
 }
 
@@ -337,6 +365,7 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   if (smem > kMaxSmem) return false;
   static std::atomic<uint64_t> raised{0};
   RaiseDynamicSmem(GemvAddNormKernel<T0, T1>, kMaxSmem, raised);
+  na.diag_slot = DiagSlot();
   LaunchPdlIf(GemvProgrammaticLaunch(), GemvAddNormKernel<T0, T1>, dim3(static_cast<unsigned>(grid)),
               dim3(static_cast<unsigned>(32 * (consumers + 1))), static_cast<size_t>(smem), stream, na);
   return true;

@@ -3,8 +3,10 @@
 // every CTA of the GEMV, gemv_add_norm.cu). Per shape: the two paths' outputs compared once
 // (y, and x + y), then one CUDA graph of 20 (norm, GEMV) pairs over rotating weight copies
 // (cold in L2) per path, timed over --reps replays; the median per pair is printed. Timing
-// data; the tests are in herd_cuda_fused_input_test.
-//   herd_cuda_gemv_norm_bench [--reps 20]
+// data; the tests are in herd_cuda_fused_input_test. --hot 1: one weight copy, so the weights
+// stay in L2 and each call's time is its latency and compute rather than the DRAM stream (the
+// shapes up to 1B gate/up fit in the H100's and H200's 50 MB L2); --only NAME: that shape alone.
+//   herd_cuda_gemv_norm_bench [--reps 20] [--hot 0] [--only "1b gate/up"]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -33,7 +35,7 @@ struct Shape {
   std::vector<std::pair<DType, int64_t>> outs;  // weights of one launch
 };
 
-int Run(int reps) {
+int Run(int reps, bool hot, const std::string& only) {
   const std::vector<Shape> shapes = {
       {"8b qkv", 4096, {{DType::kQ4_K, 4096}, {DType::kQ4_K, 1024}, {DType::kQ6_K, 1024}}},
       {"8b gate/up", 4096, {{DType::kQ4_K, 14336}, {DType::kQ4_K, 14336}}},
@@ -46,11 +48,13 @@ int Run(int reps) {
   HERD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%-11s %12s %12s %10s %10s\n", "shape", "norm+gemv us", "fused us", "max|dy|", "max|dx|");
   for (const Shape& s : shapes) {
+    if (!only.empty() && only != s.name) continue;
     size_t bytes = 0;
     int64_t n_out = 0;
     for (const auto& [t, rows] : s.outs) bytes += RowBytes(t, s.n_in) * rows, n_out += rows;
-    const int copies = static_cast<int>(
-        std::clamp<size_t>((2 * static_cast<size_t>(prop.l2CacheSize) + bytes - 1) / bytes + 1, 1, 16));
+    const int copies = hot ? 1
+                           : static_cast<int>(std::clamp<size_t>(
+                                 (2 * static_cast<size_t>(prop.l2CacheSize) + bytes - 1) / bytes + 1, 1, 16));
     std::vector<void*> ws(copies);
     std::vector<std::vector<TensorView>> views(copies);
     for (int c = 0; c < copies; ++c) {
@@ -151,7 +155,12 @@ int Run(int reps) {
 
 int main(int argc, char** argv) {
   int reps = 20;
-  for (int i = 1; i + 1 < argc; i += 2)
+  bool hot = false;
+  std::string only;
+  for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
-  return herd::cuda::Run(reps);
+    if (std::strcmp(argv[i], "--hot") == 0) hot = std::atoi(argv[i + 1]) != 0;
+    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
+  }
+  return herd::cuda::Run(reps, hot, only);
 }
