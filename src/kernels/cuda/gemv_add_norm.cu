@@ -30,7 +30,8 @@
 // integer divisions (stage, parity and first item kept incrementally): tg128 1B Q4_K_M 2,135 ->
 // 2,200 tok/s, 8B Q4_K_M 497 -> 525; 1B Q6_K 1,768 -> 1,743 (its instance spills more).
 // Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
-// chunk), _STAGES (ring depth), each also per launch width (TuningFor).
+// chunk), _STAGES (ring depth), each also per launch width (TuningFor). They are wishes:
+// PlanAddNormRing (gemv_add_norm_plan.h) drops stages, then items, where 200 KB do not hold them.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -40,6 +41,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemv_add_norm_diag.cuh"
+#include "kernels/cuda/gemv_add_norm_plan.h"
 #include "kernels/cuda/gemv_quant_kernel.cuh"
 #include "kernels/cuda/quant_act.cuh"
 #include "kernels/cuda/tma.cuh"
@@ -334,35 +336,31 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
 #endif
 }
 
+// Launches the kernel with the ring PlanAddNormRing chooses; false where none fits.
 template <DType T0, DType T1>
 bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t stream) {
-  const int64_t rb0 = a.row_bytes, rb1 = a.row_bytes1;
-  na.q = a;
-  if (a.n_steps > 31) return false;
-  const int consumers = a.n_steps * std::max(1, tune.warps / a.n_steps);
-  // Rows per chunk: tune.items items for every warp (a chunk is done when its slowest warp is).
-  // (Stages are fewer where 200 KB do not hold them.)
-  const int per_step = consumers / a.n_steps;
-  na.rows = tune.items * per_step;
-  int64_t biggest = na.rows * rb0;
-  if (T0 != T1) biggest = std::max(biggest, na.rows * rb1);
-  na.stage_bytes = static_cast<int>((biggest + kSmemPad + 127) / 128 * 128);
-  const int64_t q_stride = a.n_steps * int64_t{kStepValues};
-  if (q_stride > 2 * 8 * 32 * consumers) return false;  // two octets a thread
   static const int sms = [] {
     int dev = 0, n = 0;
     HERD_CUDA_CHECK(cudaGetDevice(&dev));
     HERD_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     return n;
   }();
-  const int grid = std::min(a.segs.total_rows, sms);
-  const int64_t partial = (((a.segs.total_rows + grid - 1) / grid + 1) * int64_t{a.n_steps} * 4 + 15) / 16 * 16;
-  na.partial_bytes = static_cast<int>(partial);
-  const int64_t format = q_stride + q_stride / 8 + q_stride / 8;  // int8 values, d per <= 32, sums per 16
-  na.stages = tune.stages;
-  while (na.stages > 2 && na.stages * int64_t{na.stage_bytes} + partial + format > kMaxSmem) --na.stages;
-  const int64_t smem = na.stages * int64_t{na.stage_bytes} + partial + format;
-  if (smem > kMaxSmem) return false;
+  AddNormShape shape;
+  shape.n_steps = a.n_steps;
+  shape.row_bytes = T0 != T1 ? std::max(a.row_bytes, a.row_bytes1) : a.row_bytes;
+  shape.total_rows = a.segs.total_rows;
+  shape.sms = sms;
+  shape.warps = tune.warps, shape.stages = tune.stages, shape.items = tune.items;
+  shape.max_smem = kMaxSmem, shape.smem_pad = kSmemPad;
+  AddNormPlan plan;
+  if (!PlanAddNormRing(shape, &plan)) return false;
+  na.q = a;
+  na.rows = plan.rows;
+  na.stage_bytes = plan.stage_bytes;
+  na.stages = plan.stages;
+  na.partial_bytes = plan.partial_bytes;
+  const int grid = plan.grid, consumers = plan.consumers;
+  const int64_t smem = plan.smem;
   static std::atomic<uint64_t> raised{0};
   RaiseDynamicSmem(GemvAddNormKernel<T0, T1>, kMaxSmem, raised);
   na.diag_slot = DiagSlot();

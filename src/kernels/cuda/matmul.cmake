@@ -22,6 +22,8 @@ herd_cuda_test(herd_cuda_quant_dot_test SOURCES quant_dot_test.cu)
 # gate/up GEMV (GemvQuantAddNorm); the down projection in K slices added by the norm (MatMulSlicedK).
 herd_cuda_test(herd_cuda_fused_input_test SOURCES fused_input_test.cc qkv_concat_test.cc gemv_add_norm_test.cc
                sliced_k_test.cc)
+# GemvQuantAddNorm's ring shape (PlanAddNormRing), on the host (needs no GPU).
+herd_cuda_test(herd_cuda_add_norm_plan_test SOURCES gemv_add_norm_plan_test.cc)
 
 # The decode feed-forward as one stream against two concurrent graph branches (timing only).
 #   build/bin/herd_cuda_ffn_branch_bench [--layers 32] [--frac 0.5]
@@ -42,7 +44,7 @@ set_target_properties(herd_cuda_layer_chain_bench PROPERTIES RUNTIME_OUTPUT_DIRE
 
 # Residual add + RmsNorm feeding a one-token GEMV: norm kernel + GEMV against the norm inside
 # GemvQuantAddNorm (gemv_add_norm.cu; timing).
-#   build/bin/herd_cuda_gemv_norm_bench [--reps 20]
+#   build/bin/herd_cuda_gemv_norm_bench [--reps 20] [--hot 1] [--only "1b gate/up"]
 add_executable(herd_cuda_gemv_norm_bench ${CMAKE_CURRENT_LIST_DIR}/gemv_norm_bench.cu)
 target_link_libraries(herd_cuda_gemv_norm_bench PRIVATE herd_kernels_cuda)
 target_compile_options(herd_cuda_gemv_norm_bench PRIVATE

@@ -1,0 +1,96 @@
+// PlanAddNormRing (gemv_add_norm_plan.h): the ring shapes of the model launches, the fallbacks
+// where a wanted shape does not fit, and the invariants the kernel relies on. Host only.
+#include "kernels/cuda/gemv_add_norm_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace herd::cuda::internal {
+namespace {
+
+AddNormShape Shape(int n_steps, int64_t row_bytes, int total_rows, int warps = 16, int stages = 4, int items = 2) {
+  AddNormShape s;
+  s.n_steps = n_steps, s.row_bytes = row_bytes, s.total_rows = total_rows, s.sms = 132;
+  s.warps = warps, s.stages = stages, s.items = items;
+  return s;
+}
+
+TEST(AddNormPlanTest, OneBillionGateUpTakesTheWholeShareInFourStages) {
+  // 2048 -> 2 x 8192 Q4_K (1,152-byte rows): the 151 KB ring session 28's ncu reported.
+  AddNormPlan p;
+  ASSERT_TRUE(PlanAddNormRing(Shape(1, 1152, 16384), &p));
+  EXPECT_EQ(p.consumers, 16);
+  EXPECT_EQ(p.rows, 32);
+  EXPECT_EQ(p.items, 2);
+  EXPECT_EQ(p.stage_bytes, 36992);  // 32 x 1152 + 16, rounded up to 128
+  EXPECT_EQ(p.stages, 4);
+  EXPECT_EQ(p.grid, 132);
+  EXPECT_EQ(p.partial_bytes, 512);  // (125 + 1) rows x 4 bytes, rounded up to 16
+  EXPECT_EQ(p.smem, 4 * 36992 + 512 + 2048 + 256 + 256);
+  EXPECT_GE(int64_t{p.stages} * p.rows * p.grid, 16384);  // the whole launch fits the rings
+}
+
+TEST(AddNormPlanTest, StagesDropBeforeItems) {
+  // 8B gate/up Q6_K rows (4096 values: 3,360 bytes), 2 steps: 16 rows x 3 stages fit 200 KB.
+  AddNormPlan p;
+  ASSERT_TRUE(PlanAddNormRing(Shape(2, 3360, 28672), &p));
+  EXPECT_EQ(p.consumers, 16);
+  EXPECT_EQ(p.rows, 16);
+  EXPECT_EQ(p.stages, 3);
+  EXPECT_EQ(p.items, 2);
+}
+
+TEST(AddNormPlanTest, ItemsDropWhereTwoStagesDoNotFit) {
+  // 8B Q8_0 gate/up (4096 values: 4,352-byte rows) asked for 3 items: 24 rows x 2 stages would
+  // take 209 KB, so it runs 2 items (16 rows) in 2 stages instead of declining.
+  AddNormPlan p;
+  ASSERT_TRUE(PlanAddNormRing(Shape(2, 4352, 28672, 16, 3, 3), &p));
+  EXPECT_EQ(p.items, 2);
+  EXPECT_EQ(p.rows, 16);
+  EXPECT_EQ(p.stages, 2);
+  EXPECT_LE(p.smem, 200 * 1024);
+}
+
+TEST(AddNormPlanTest, DeclinesWhatCannotRun) {
+  AddNormPlan p;
+  EXPECT_FALSE(PlanAddNormRing(Shape(32, 1152, 4096), &p));       // more than 31 steps
+  EXPECT_FALSE(PlanAddNormRing(Shape(2, 1152, 4096, 1), &p));     // 4096 values over 2 warps
+  EXPECT_FALSE(PlanAddNormRing(Shape(1, 200 * 1024, 4096), &p));  // one row is the whole budget
+  EXPECT_FALSE(PlanAddNormRing(Shape(1, 1152, 0), &p));           // no rows
+  AddNormShape no_sms = Shape(1, 1152, 4096);
+  no_sms.sms = 0;
+  EXPECT_FALSE(PlanAddNormRing(no_sms, &p));
+}
+
+TEST(AddNormPlanTest, EveryPlanKeepsTheKernelsInvariants) {
+  int planned = 0;
+  for (int n_steps : {1, 2, 4, 7, 16})
+    for (int64_t rb : {110, 144 * 8, 210 * 8, 34 * 64 * n_steps, 210 * 8 * n_steps})
+      for (int total : {129, 1000, 16384, 57344})
+        for (int warps : {8, 16, 24, 31})
+          for (int stages : {2, 3, 4, 8})
+            for (int items : {1, 2, 3, 4}) {
+              const AddNormShape s = Shape(n_steps, rb, total, warps, stages, items);
+              AddNormPlan p;
+              if (!PlanAddNormRing(s, &p)) continue;
+              ++planned;
+              SCOPED_TRACE(testing::Message() << n_steps << " steps, " << rb << " bytes, " << total << " rows, "
+                                              << warps << "/" << stages << "/" << items);
+              EXPECT_EQ(p.consumers % n_steps, 0);
+              EXPECT_LE(p.consumers, 31);  // plus the producer: at most 1,024 threads
+              EXPECT_GE(p.stages, 2);
+              EXPECT_LE(p.stages, std::max(2, stages));
+              EXPECT_GE(p.items, 1);
+              EXPECT_LE(p.items, items);
+              EXPECT_EQ(p.rows, p.items * (p.consumers / n_steps));
+              EXPECT_EQ(p.stage_bytes % 128, 0);
+              EXPECT_GE(p.stage_bytes, p.rows * rb + s.smem_pad);
+              EXPECT_LE(p.smem, s.max_smem);
+              EXPECT_EQ(p.partial_bytes % 16, 0);
+              EXPECT_GE(int64_t{p.partial_bytes}, ((total + p.grid - 1) / p.grid + 1) * int64_t{n_steps} * 4);
+              EXPECT_EQ(p.grid, std::min(total, 132));
+            }
+  EXPECT_GT(planned, 1000);
+}
+
+}  // namespace
+}  // namespace herd::cuda::internal
