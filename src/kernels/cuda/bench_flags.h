@@ -1,5 +1,5 @@
 // "--name value" command-line flags of the CUDA benchmarks (ffn_branch_bench.cu,
-// layer_chain_bench.cu). Host code.
+// layer_chain_bench.cu, gemv_norm_bench.cu). Host code.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +12,8 @@
 namespace herd::cuda::bench {
 
 struct Flag {
-  const char* name;  // with its dashes, e.g. "--layers"
-  std::variant<int*, int64_t*, double*> target;
+  const char* name;                                            // with its dashes, e.g. "--layers"
+  std::variant<int*, int64_t*, double*, const char**> target;  // const char*: the argv string
 };
 
 // Sets each named flag's target from the value after it. False, with a message on stderr, for a
@@ -32,8 +32,10 @@ inline bool ParseFlags(int argc, char** argv, std::initializer_list<Flag> flags)
       **p = std::atoi(v);
     } else if (auto* q = std::get_if<int64_t*>(&found->target)) {
       **q = std::atoll(v);
+    } else if (auto* d = std::get_if<double*>(&found->target)) {
+      **d = std::atof(v);
     } else {
-      *std::get<double*>(found->target) = std::atof(v);
+      *std::get<const char**>(found->target) = v;
     }
   }
   return true;

@@ -50,6 +50,7 @@ namespace herd::cuda::internal::gemv {
 namespace {
 
 constexpr int kMaxStages = 8;
+static_assert(kAddNormStepValues == kStepValues, "PlanAddNormRing sizes the activation row with it");
 constexpr int kMaxSmem = 200 * 1024;
 
 int EnvInt(const char* name, int fallback) {

@@ -9,7 +9,8 @@
 // producer's copies all landed (producer lane 0); 9-16 warp 0's chunks 0-3 (its wait for the
 // chunk returned / its items done). A launch's slot is numbered on the host; a CUDA graph
 // replays its captured numbers, so each launch of a step keeps its own slot and the last
-// replay's times. Used in bench/results/cuda-session29-2026-11-28.md.
+// replay's times. DIAG_MARK / DIAG_MARK_BY expect the kernel's AddNormArgs `na` in scope. Used in
+// bench/results/cuda-session29-2026-11-28.md.
 #pragma once
 
 #ifdef HERD_DIAG_ADDNORM_PHASES

@@ -5,12 +5,11 @@
 namespace herd::cuda::internal {
 
 bool PlanAddNormRing(const AddNormShape& s, AddNormPlan* plan) {
-  constexpr int64_t kStepValues = 2048;  // quant_dot.cuh
   if (s.n_steps < 1 || s.n_steps > 31 || s.total_rows < 1 || s.sms < 1) return false;
   AddNormPlan p;
   p.consumers = s.n_steps * std::max(1, s.warps / s.n_steps);
   const int per_step = p.consumers / s.n_steps;
-  const int64_t q_stride = s.n_steps * kStepValues;
+  const int64_t q_stride = s.n_steps * kAddNormStepValues;
   if (q_stride > int64_t{2} * 8 * 32 * p.consumers) return false;  // two octets a thread
   p.grid = std::min(s.total_rows, s.sms);
   const int64_t rows_per_cta = (s.total_rows + p.grid - 1) / p.grid;

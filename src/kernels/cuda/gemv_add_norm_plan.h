@@ -7,6 +7,8 @@
 
 namespace herd::cuda::internal {
 
+inline constexpr int64_t kAddNormStepValues = 2048;  // quant_dot.cuh's kStepValues (checked there)
+
 struct AddNormShape {
   int n_steps = 0;        // 2048-value steps per row (<= 31)
   int64_t row_bytes = 0;  // the widest row type's bytes per row

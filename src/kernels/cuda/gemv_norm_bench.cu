@@ -7,17 +7,18 @@
 // stay in L2 and each call's time is its latency and compute rather than the DRAM stream (the
 // shapes up to 1B gate/up fit in the H100's and H200's 50 MB L2); --only NAME: that shape alone.
 //   herd_cuda_gemv_norm_bench [--reps 20] [--hot 0] [--only "1b gate/up"]
+// (an --only that names no shape is an error, listing the names)
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/bench_fill.cuh"
+#include "kernels/cuda/bench_flags.h"
 #include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
@@ -42,6 +43,12 @@ int Run(int reps, bool hot, const std::string& only) {
       {"1b qkv", 2048, {{DType::kQ4_K, 2048}, {DType::kQ4_K, 512}, {DType::kQ6_K, 512}}},
       {"1b gate/up", 2048, {{DType::kQ4_K, 8192}, {DType::kQ4_K, 8192}}},
   };
+  if (!only.empty() && std::none_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return only == s.name; })) {
+    std::fprintf(stderr, "--only %s: no such shape; the shapes:", only.c_str());
+    for (const Shape& s : shapes) std::fprintf(stderr, " \"%s\"", s.name);
+    std::fprintf(stderr, "\n");
+    return 2;
+  }
   cudaStream_t stream;
   HERD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaDeviceProp prop{};
@@ -154,13 +161,8 @@ int Run(int reps, bool hot, const std::string& only) {
 }  // namespace herd::cuda
 
 int main(int argc, char** argv) {
-  int reps = 20;
-  bool hot = false;
-  std::string only;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--reps") == 0) reps = std::max(1, std::atoi(argv[i + 1]));
-    if (std::strcmp(argv[i], "--hot") == 0) hot = std::atoi(argv[i + 1]) != 0;
-    if (std::strcmp(argv[i], "--only") == 0) only = argv[i + 1];
-  }
-  return herd::cuda::Run(reps, hot, only);
+  int reps = 20, hot = 0;
+  const char* only = "";
+  if (!herd::cuda::bench::ParseFlags(argc, argv, {{"--reps", &reps}, {"--hot", &hot}, {"--only", &only}})) return 2;
+  return herd::cuda::Run(std::max(1, reps), hot != 0, only);
 }
