@@ -59,9 +59,10 @@ int EnvInt(const char* name, int fallback) {
 }
 // The ring's shape for a launch of n weights (2: gate/up, 3: Q/K/V): consumer warps, stages,
 // (row, step) items per warp in a chunk. HERD_CUDA_NORM_GEMV_{WARPS,STAGES,ITEMS} set all; the
-// same name with the suffix _N sets the launches of N weights. Defaults measured on H100 (tg128,
-// bench/results/cuda-session16-* and -session17-*): 16 warps, 4 stages, 2 items; Q/K/V 3 stages
-// and 1 item (8B Q4_K_M 463 -> 472 tok/s against the gate/up shape).
+// same name with the suffix _N sets the launches of N weights. Defaults: 16 warps; Q/K/V 3 stages
+// and 1 item (H100, bench/results/cuda-session17-*: 8B Q4_K_M 463 -> 472 tok/s against 4 x 2);
+// gate/up 3 stages and 3 items (H200, session 30: tg128 1B Q4_K_M 2,163 -> 2,193, 8B Q4_K_M
+// 528.8 -> 535.3 against 4 x 2); a single weight 4 stages and 2 items.
 struct Tuning {
   int warps, stages, items;
 };
@@ -73,8 +74,8 @@ Tuning TuningFor(size_t n_weights) {
         return EnvInt((name + "_" + std::to_string(n)).c_str(), EnvInt(name.c_str(), fallback));
       };
       t[n].warps = std::clamp(get("HERD_CUDA_NORM_GEMV_WARPS", 16), 1, 31);
-      t[n].stages = std::clamp(get("HERD_CUDA_NORM_GEMV_STAGES", n == 3 ? 3 : 4), 2, kMaxStages);
-      t[n].items = std::clamp(get("HERD_CUDA_NORM_GEMV_ITEMS", n == 3 ? 1 : 2), 1, 64);
+      t[n].stages = std::clamp(get("HERD_CUDA_NORM_GEMV_STAGES", n == 2 || n == 3 ? 3 : 4), 2, kMaxStages);
+      t[n].items = std::clamp(get("HERD_CUDA_NORM_GEMV_ITEMS", n == 3 ? 1 : n == 2 ? 3 : 2), 1, 64);
     }
     return t;
   }();

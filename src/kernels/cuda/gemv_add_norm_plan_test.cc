@@ -29,6 +29,19 @@ TEST(AddNormPlanTest, OneBillionGateUpTakesTheWholeShareInFourStages) {
   EXPECT_GE(int64_t{p.stages} * p.rows * p.grid, 16384);  // the whole launch fits the rings
 }
 
+TEST(AddNormPlanTest, OneBillionGateUpDefaultRingOfThreeByThree) {
+  // The gate/up default since session 30 (3 stages x 3 items): 48-row stages, the CTA's whole
+  // share (125 rows) in the ring.
+  AddNormPlan p;
+  ASSERT_TRUE(PlanAddNormRing(Shape(1, 1152, 16384, 16, 3, 3), &p));
+  EXPECT_EQ(p.rows, 48);
+  EXPECT_EQ(p.items, 3);
+  EXPECT_EQ(p.stage_bytes, 55424);  // 48 x 1152 + 16, rounded up to 128
+  EXPECT_EQ(p.stages, 3);
+  EXPECT_EQ(p.smem, 3 * 55424 + 512 + 2048 + 256 + 256);
+  EXPECT_GE(int64_t{p.stages} * p.rows * p.grid, 16384);
+}
+
 TEST(AddNormPlanTest, StagesDropBeforeItems) {
   // 8B gate/up Q6_K rows (4096 values: 3,360 bytes), 2 steps: 16 rows x 3 stages fit 200 KB.
   AddNormPlan p;
