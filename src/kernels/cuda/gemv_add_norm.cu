@@ -87,6 +87,7 @@ struct AddNormArgs {
   int rows;         // rows per chunk (fewer where a weight, a type or the CTA's range ends)
   int stage_bytes;  // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
   int stages;
+  int bulk;         // the producer fills stages with one cp.async.bulk per chunk (else 16-byte cp.async)
   int partial_bytes;  // shared memory of the partial sums (the Q8_K row follows them)
   float* x;           // [n_in], += y by the CTA that reads it last
   const float* y;     // [n_in]
@@ -159,7 +160,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   const int n_stages = na.stages;
   if (tid == 0) {
     for (int s = 0; s < n_stages; ++s) {
-      MbarInit(SmemAddr(&full[s]), 32);  // the producer's 32 lanes
+      MbarInit(SmemAddr(&full[s]), na.bulk ? 1u : 32u);  // the producer's lane 0, or its 32 lanes
       MbarInit(SmemAddr(&empty[s]), static_cast<uint32_t>(consumers));
     }
     FenceMbarInit();
@@ -179,6 +180,30 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     n = min(na.rows, bound - r);
   };
 
+  if (warp == consumers && na.bulk) {  // the producer warp's lane 0, by the TMA unit
+    if (lane != 0) return;
+    int s = 0;
+    uint32_t parity = 0;
+    for (int r = r_begin, k = 0; r < r_end; ++k) {
+      int seg, n;
+      bool t1;
+      chunk_at(r, seg, t1, n);
+      const int64_t rb = t1 ? a.row_bytes1 : a.row_bytes;
+      const uint8_t* src = a.segs.w[seg] + static_cast<int64_t>(r - a.segs.row0[seg]) * rb;
+      if (k >= n_stages) MbarWait(SmemAddr(&empty[s]), parity ^ 1u);
+      const uint32_t bytes = static_cast<uint32_t>(n * rb);  // rows are 16-byte multiples (checked on the host)
+      MbarArriveExpectTx(SmemAddr(&full[s]), bytes);
+      BulkLoad(SmemAddr(ring + s * na.stage_bytes), src, bytes, SmemAddr(&full[s]));
+      if (++s == n_stages) s = 0, parity ^= 1u;
+      r += n;
+    }
+#ifdef HERD_DIAG_ADDNORM_PHASES
+    const int last_s = s == 0 ? n_stages - 1 : s - 1;
+    MbarWait(SmemAddr(&full[last_s]), s == 0 ? parity ^ 1u : parity);  // the last chunk landed
+    DIAG_MARK_BY(8, 32u * consumers);
+#endif
+    return;
+  }
   if (warp == consumers) {  // the producer warp
     for (int r = r_begin, k = 0; r < r_end; ++k) {
       int seg, n;
@@ -360,6 +385,8 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   na.rows = plan.rows;
   na.stage_bytes = plan.stage_bytes;
   na.stages = plan.stages;
+  static const int bulk = EnvInt("HERD_CUDA_NORM_GEMV_BULK", 0);
+  na.bulk = bulk != 0 ? 1 : 0;
   na.partial_bytes = plan.partial_bytes;
   const int grid = plan.grid, consumers = plan.consumers;
   const int64_t smem = plan.smem;

@@ -91,14 +91,6 @@ __device__ __forceinline__ float Dot16(const uint4& w, const float* xs, float ac
   return acc;
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void BulkLoad(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-#endif
-
 template <DType T, int kStages>
 __global__ void __launch_bounds__(kThreads, 1) GemvFloatRingKernel(const __grid_constant__ RingArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
