@@ -88,6 +88,7 @@ struct AddNormArgs {
   int stage_bytes;  // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
   int stages;
   int bulk;         // the producer fills stages with one cp.async.bulk per chunk (else 16-byte cp.async)
+  int bulk_early;   // bulk: chunks issued before the dependency wait (the rest after it)
   int partial_bytes;  // shared memory of the partial sums (the Q8_K row follows them)
   float* x;           // [n_in], += y by the CTA that reads it last
   const float* y;     // [n_in]
@@ -190,6 +191,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
       chunk_at(r, seg, t1, n);
       const int64_t rb = t1 ? a.row_bytes1 : a.row_bytes;
       const uint8_t* src = a.segs.w[seg] + static_cast<int64_t>(r - a.segs.row0[seg]) * rb;
+      if (k == na.bulk_early) PdlWait();
       if (k >= n_stages) MbarWait(SmemAddr(&empty[s]), parity ^ 1u);
       const uint32_t bytes = static_cast<uint32_t>(n * rb);  // rows are 16-byte multiples (checked on the host)
       MbarArriveExpectTx(SmemAddr(&full[s]), bytes);
@@ -385,8 +387,12 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   na.rows = plan.rows;
   na.stage_bytes = plan.stage_bytes;
   na.stages = plan.stages;
+  // HERD_CUDA_NORM_GEMV_BULK: 0 off, 1 on, 2 where the CTA's share of rows exceeds the ring.
   static const int bulk = EnvInt("HERD_CUDA_NORM_GEMV_BULK", 0);
-  na.bulk = bulk != 0 ? 1 : 0;
+  static const int bulk_early = EnvInt("HERD_CUDA_NORM_GEMV_BULK_EARLY", INT_MAX);
+  const int64_t share = (a.segs.total_rows + plan.grid - 1) / plan.grid;
+  na.bulk = bulk == 1 || (bulk == 2 && share > int64_t{plan.stages} * plan.rows) ? 1 : 0;
+  na.bulk_early = bulk_early;
   na.partial_bytes = plan.partial_bytes;
   const int grid = plan.grid, consumers = plan.consumers;
   const int64_t smem = plan.smem;
