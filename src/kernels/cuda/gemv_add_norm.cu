@@ -7,8 +7,8 @@
 //
 // Structure (warp-specialized, one CTA per SM): the CTA owns a contiguous range of the launch's
 // rows; its last warp (the producer) streams them into a ring of shared-memory stages with
-// 16-byte cp.async, a chunk of whole rows per stage, each stage completing on an mbarrier
-// (cp.async.mbarrier.arrive); the producer starts before the kernel waits for its predecessor
+// 16-byte cp.async (or, for wide rows, one cp.async.bulk per stage: below), a chunk of whole rows
+// per stage, each stage completing on an mbarrier; the producer starts before the kernel waits for its predecessor
 // (weights never change), so the ring fills while the consumers compute the norm. The consumer
 // warps take (row, step) items of each chunk round-robin; their count is a multiple of the
 // steps per row, so warp w always takes step w % n_steps and holds that step's activations in
@@ -29,6 +29,13 @@
 // consumer loop is issue-bound (~105 SASS instructions an item, 16 warps). Dropping the loop's
 // integer divisions (stage, parity and first item kept incrementally): tg128 1B Q4_K_M 2,135 ->
 // 2,200 tok/s, 8B Q4_K_M 497 -> 525; 1B Q6_K 1,768 -> 1,743 (its instance spills more).
+// The producer (session 30, H200): 16-byte cp.async by its 32 lanes, or one cp.async.bulk per
+// chunk by the TMA unit. Bulk streams faster (1B: the CTA's share landed 2.6 us after the release
+// instead of 5.4) but its burst of shared-memory writes slows the consumers' norm (quantize
+// phase 1.3 -> 2.1 us), which at 1B is the launch's critical path. tg128: 8B Q4_K_M 528.6 ->
+// 555.7 with bulk, 558.3 when only the first chunk is issued before the dependency wait (8B
+// Q8_0 390.1 -> 414.0); 1B Q4_K_M 2,185 -> 2,110, Q5_K_M 2,013 -> 1,990, Q6_K 1,778 -> 1,773.
+// So rows of >= 4096 values take bulk, narrower rows the lanes' cp.async.
 // Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
 // chunk), _STAGES (ring depth), each also per launch width (TuningFor). They are wishes:
 // PlanAddNormRing (gemv_add_norm_plan.h) drops stages, then items, where 200 KB do not hold them.
@@ -387,11 +394,11 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   na.rows = plan.rows;
   na.stage_bytes = plan.stage_bytes;
   na.stages = plan.stages;
-  // HERD_CUDA_NORM_GEMV_BULK: 0 off, 1 on, 2 where the CTA's share of rows exceeds the ring.
-  static const int bulk = EnvInt("HERD_CUDA_NORM_GEMV_BULK", 0);
-  static const int bulk_early = EnvInt("HERD_CUDA_NORM_GEMV_BULK_EARLY", INT_MAX);
-  const int64_t share = (a.segs.total_rows + plan.grid - 1) / plan.grid;
-  na.bulk = bulk == 1 || (bulk == 2 && share > int64_t{plan.stages} * plan.rows) ? 1 : 0;
+  // The bulk producer for rows of at least HERD_CUDA_NORM_GEMV_BULK values (0: never), issuing
+  // HERD_CUDA_NORM_GEMV_BULK_EARLY chunks before the dependency wait (see the file comment).
+  static const int bulk_min = EnvInt("HERD_CUDA_NORM_GEMV_BULK", 4096);
+  static const int bulk_early = std::max(0, EnvInt("HERD_CUDA_NORM_GEMV_BULK_EARLY", 1));
+  na.bulk = bulk_min > 0 && int64_t{a.blocks_per_row} * QBlock<T0>::kValues >= bulk_min ? 1 : 0;
   na.bulk_early = bulk_early;
   na.partial_bytes = plan.partial_bytes;
   const int grid = plan.grid, consumers = plan.consumers;
