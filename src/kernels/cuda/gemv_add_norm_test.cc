@@ -77,8 +77,11 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
     std::vector<int64_t> rows;
     int64_t n_in;
   };
+  // Rows of >= 4096 values (HERD_CUDA_NORM_GEMV_BULK) take the bulk-copy producer, narrower rows
+  // the producer warp's cp.async: both are covered.
   const Case cases[] = {
       {{DType::kQ4_K, DType::kQ4_K}, {2560, 2560}, 2048},
+      {{DType::kQ5_K, DType::kQ5_K}, {900, 900}, 5120},  // bulk, 2.5 steps
       {{DType::kQ4_K, DType::kQ4_K, DType::kQ6_K}, {1024, 256, 256}, 4096},
       {{DType::kQ4_K, DType::kQ4_K}, {1000, 1000}, 3328},  // 1.625 steps
       {{DType::kQ6_K, DType::kQ6_K}, {700, 700}, 2048},
