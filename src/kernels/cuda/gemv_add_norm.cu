@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   using B0 = QBlock<T0>;
   extern __shared__ __align__(128) uint8_t ring[];
   __shared__ __align__(8) uint64_t full[kMaxStages], empty[kMaxStages];
-  __shared__ __align__(16) float red[32];
+  __shared__ float red[32];
   __shared__ int last;  // this CTA read x last
   PdlTrigger();
   DIAG_MARK(0);
@@ -271,22 +271,9 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   if (lane == 0) red[warp] = ss;
   ConsumerSync(nthr);  // every read of x in this CTA is done
   DIAG_MARK(3);
-  // Thread 0's arrival on the x counter: its result is stored only after the quantization, so
-  // the atomic's round trip overlaps it.
-  const int arrived = tid == 0 ? atomicAdd(na.counter, 1) : 0;
-  // The warps' sums added in warp order as before (the same bits), but read as float4s
-  // at once instead of one dependent shared load per warp.
+  if (tid == 0) last = atomicAdd(na.counter, 1) == static_cast<int>(gridDim.x) - 1;
   float sum_sq = 0.f;
-#pragma unroll
-  for (int q = 0; q < 8; ++q) {
-    if (4 * q < consumers) {
-      const float4 v = reinterpret_cast<const float4*>(red)[q];
-      sum_sq += v.x;
-      if (4 * q + 1 < consumers) sum_sq += v.y;
-      if (4 * q + 2 < consumers) sum_sq += v.z;
-      if (4 * q + 3 < consumers) sum_sq += v.w;
-    }
-  }
+  for (int w = 0; w < consumers; ++w) sum_sq += red[w];
   const float scale = rsqrtf(sum_sq / static_cast<float>(n_in) + na.eps);
   // The activation row in shared memory: each warp quantizes whole blocks (256 values for Q8_K,
   // 32 for Q8_0; QuantizeOctet, as the norm kernel does, padding to q_stride included).
@@ -307,7 +294,6 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     }
   }
   DIAG_MARK(4);
-  if (tid == 0) last = arrived == static_cast<int>(gridDim.x) - 1;
   ConsumerSync(nthr);
   if (last) {  // every CTA has read x: store x + y, and leave the counter at zero
 #pragma unroll
