@@ -59,6 +59,7 @@ namespace {
 constexpr int kMaxStages = 8;
 static_assert(kAddNormStepValues == kStepValues, "PlanAddNormRing sizes the activation row with it");
 constexpr int kMaxSmem = 200 * 1024;
+constexpr int kLanePad = 33;  // kLane: floats per (row, step) item, one per lane + 1 pad
 
 int EnvInt(const char* name, int fallback) {
   const char* e = std::getenv(name);
@@ -150,7 +151,7 @@ __device__ __forceinline__ void LoadActShared(const ActOut& x, int step, int lan
 // + 1), the consumers a multiple of n_steps and at least n_in / 512 warps (two octets a thread).
 // Dynamic shared memory: stages x stage_bytes, the partial sums, the activation row (Q8_K; Q8_0
 // for Q8_0 weights).
-template <DType T0, DType T1>
+template <DType T0, DType T1, bool kLane>
 __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant__ AddNormArgs na) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert((QBlock<T0>::kValues == 256 && QBlock<T1>::kValues == 256) || (T0 == DType::kQ8_0 && T1 == T0),
@@ -315,13 +316,18 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   const bool active = LaneActive<T0>(lane, nb);
   ActLane xs;
   if (active) LoadActShared<T0>(o, my_step, lane, xs);
-  float* partial = reinterpret_cast<float*>(ring + n_stages * na.stage_bytes);  // [rows of the CTA][n_steps]
+  // Partial sums: [rows of the CTA][n_steps], each item's sum reduced over the warp by shuffles;
+  // kLane: [rows of the CTA][n_steps][kLanePad], every lane's own partial (no per-item shuffles;
+  // summed per row at the end; 33 floats so neither a warp's stores nor the row reads hit one
+  // bank twice).
+  constexpr int kPad = kLane ? kLanePad : 1;
+  float* partial = reinterpret_cast<float*>(ring + n_stages * na.stage_bytes);
   // Per chunk: the ring stage and its phase parity, and this warp's first item, all kept
   // incrementally (no integer division in the loop: at 1B a chunk is two items a warp, and the
   // divisions were a third of the loop's instructions).
   int s = 0, rem = 0;  // rem: rows of the chunks before this one, mod per_step
   uint32_t parity = 0;
-  float* pw = partial + my_step;  // partial sum of the chunk's row 0 for this warp's step
+  float* pw = partial + my_step * kPad + (kLane ? lane : 0);  // the chunk's row 0, this warp's step
   for (int r = r_begin, k = 0; r < r_end; ++k) {
     int seg, n;
     bool t1;
@@ -346,14 +352,18 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
           acc = w.Dot(xs);
         }
       }
+      if constexpr (kLane) {
+        pw[i * n_steps * kPad] = acc;
+      } else {
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-      if (lane == 0) pw[i * n_steps] = acc;
+        for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+        if (lane == 0) pw[i * n_steps] = acc;
+      }
     }
     if (k < 4) DIAG_MARK(10 + 2 * k);
     __syncwarp();
     if (lane == 0) MbarArrive(SmemAddr(&empty[s]));
-    pw += n * n_steps;
+    pw += n * n_steps * kPad;
     rem += n;
     while (rem >= per_step) rem -= per_step;
     if (++s == n_stages) s = 0, parity ^= 1u;
@@ -363,7 +373,15 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   DIAG_MARK(6);
   for (int rr = tid; rr < r_end - r_begin; rr += nthr) {
     float sum = 0.f;
-    for (int st = 0; st < n_steps; ++st) sum += partial[rr * n_steps + st];
+    const float* p = partial + rr * n_steps * kPad;
+    for (int st = 0; st < n_steps; ++st, p += kPad) {
+      if constexpr (kLane) {
+#pragma unroll 8
+        for (int l = 0; l < 32; ++l) sum += p[l];
+      } else {
+        sum += p[0];
+      }
+    }
     const int gr = r_begin + rr;
     const int seg = FindSeg(a.segs, gr);
     a.segs.y[seg][gr - a.segs.row0[seg]] = sum;
@@ -388,6 +406,10 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   shape.sms = sms;
   shape.warps = tune.warps, shape.stages = tune.stages, shape.items = tune.items;
   shape.max_smem = kMaxSmem, shape.smem_pad = kSmemPad;
+  // Lane partials for rows of one step (HERD_CUDA_NORM_GEMV_LANE=0: never): see the file comment.
+  static const bool lane_ok = EnvInt("HERD_CUDA_NORM_GEMV_LANE", 1) != 0;
+  const bool lane = lane_ok && a.n_steps == 1;
+  shape.partial_floats = lane ? kLanePad : 1;
   AddNormPlan plan;
   if (!PlanAddNormRing(shape, &plan)) return false;
   na.q = a;
@@ -403,11 +425,18 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   na.partial_bytes = plan.partial_bytes;
   const int grid = plan.grid, consumers = plan.consumers;
   const int64_t smem = plan.smem;
-  static std::atomic<uint64_t> raised{0};
-  RaiseDynamicSmem(GemvAddNormKernel<T0, T1>, kMaxSmem, raised);
   na.diag_slot = DiagSlot();
-  LaunchPdlIf(GemvProgrammaticLaunch(), GemvAddNormKernel<T0, T1>, dim3(static_cast<unsigned>(grid)),
-              dim3(static_cast<unsigned>(32 * (consumers + 1))), static_cast<size_t>(smem), stream, na);
+  const auto run = [&](auto kernel, std::atomic<uint64_t>& raised) {
+    RaiseDynamicSmem(kernel, kMaxSmem, raised);
+    LaunchPdlIf(GemvProgrammaticLaunch(), kernel, dim3(static_cast<unsigned>(grid)),
+                dim3(static_cast<unsigned>(32 * (consumers + 1))), static_cast<size_t>(smem), stream, na);
+  };
+  static std::atomic<uint64_t> raised_lane{0}, raised_shuffle{0};
+  if (lane) {
+    run(GemvAddNormKernel<T0, T1, true>, raised_lane);
+  } else {
+    run(GemvAddNormKernel<T0, T1, false>, raised_shuffle);
+  }
   return true;
 }
 

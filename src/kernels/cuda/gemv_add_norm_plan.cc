@@ -13,7 +13,7 @@ bool PlanAddNormRing(const AddNormShape& s, AddNormPlan* plan) {
   if (q_stride > int64_t{2} * 8 * 32 * p.consumers) return false;  // two octets a thread
   p.grid = std::min(s.total_rows, s.sms);
   const int64_t rows_per_cta = (s.total_rows + p.grid - 1) / p.grid;
-  const int64_t partial = (rows_per_cta + 1) * s.n_steps * 4;
+  const int64_t partial = (rows_per_cta + 1) * s.n_steps * int64_t{std::max(1, s.partial_floats)} * 4;
   p.partial_bytes = static_cast<int>((partial + 15) / 16 * 16);
   const int64_t format = q_stride + q_stride / 8 + q_stride / 8;  // int8 values, d per <= 32, sums per 16
   for (p.items = std::max(1, s.items); p.items >= 1; --p.items) {

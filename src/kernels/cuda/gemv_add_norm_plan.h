@@ -18,7 +18,8 @@ struct AddNormShape {
   int stages = 4;         // wanted ring stages
   int items = 2;          // wanted (row, step) items per warp in a chunk
   int64_t max_smem = 200 * 1024;
-  int smem_pad = 16;  // slack bytes per stage (kSmemPad)
+  int smem_pad = 16;       // slack bytes per stage (kSmemPad)
+  int partial_floats = 1;  // partial-sum floats per (row, step) item
 };
 
 struct AddNormPlan {
@@ -27,7 +28,7 @@ struct AddNormPlan {
   int items = 0;          // items per warp in a chunk as planned (<= the wanted count)
   int stage_bytes = 0;    // a multiple of 128
   int stages = 0;         // >= 2
-  int partial_bytes = 0;  // per-CTA partial sums, [rows of a CTA + 1][n_steps] floats, 16-byte rounded
+  int partial_bytes = 0;  // per-CTA partial sums, [rows of a CTA + 1][n_steps][partial_floats], 16-byte rounded
   int64_t smem = 0;       // stages x stage_bytes + partial_bytes + the Q8_K / Q8_0 activation row
   int grid = 0;
 };

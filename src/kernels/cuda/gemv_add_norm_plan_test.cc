@@ -63,6 +63,23 @@ TEST(AddNormPlanTest, ItemsDropWhereTwoStagesDoNotFit) {
   EXPECT_LE(p.smem, 200 * 1024);
 }
 
+TEST(AddNormPlanTest, PerLanePartialsKeepTheOneBillionRingAndCostEightBillionAStage) {
+  // 33 floats per item (every lane's partial sum, padded): 1B gate/up keeps its 4 stages; 8B
+  // gate/up (218 rows a CTA, 2 steps: 57.8 KB of partials) drops from 4 stages to 3.
+  AddNormShape one = Shape(1, 1152, 16384), eight = Shape(2, 2304, 28672);
+  one.partial_floats = eight.partial_floats = 33;
+  AddNormPlan p;
+  ASSERT_TRUE(PlanAddNormRing(one, &p));
+  EXPECT_EQ(p.partial_bytes, 16640);  // 126 x 33 x 4 = 16,632, rounded up to 16
+  EXPECT_EQ(p.stages, 4);
+  ASSERT_TRUE(PlanAddNormRing(eight, &p));
+  EXPECT_EQ(p.partial_bytes, 57824);  // 219 x 2 x 33 x 4 = 57,816, rounded up to 16
+  EXPECT_EQ(p.stages, 3);
+  eight.partial_floats = 1;
+  ASSERT_TRUE(PlanAddNormRing(eight, &p));
+  EXPECT_EQ(p.stages, 4);
+}
+
 TEST(AddNormPlanTest, DeclinesWhatCannotRun) {
   AddNormPlan p;
   EXPECT_FALSE(PlanAddNormRing(Shape(32, 1152, 4096), &p));       // more than 31 steps
