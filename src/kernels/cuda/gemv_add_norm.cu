@@ -36,6 +36,10 @@
 // 555.7 with bulk, 558.3 when only the first chunk is issued before the dependency wait (8B
 // Q8_0 390.1 -> 414.0); 1B Q4_K_M 2,185 -> 2,110, Q5_K_M 2,013 -> 1,990, Q6_K 1,778 -> 1,773.
 // So rows of >= 4096 values take bulk, narrower rows the lanes' cp.async.
+// Rows of one step (<= 2048 values) keep every lane's partial sum of an item in shared memory and
+// sum them per row at the end (kLane), instead of a 5-shuffle reduction per item: tg128 on H200
+// (session 30) 1B Q4_K_M 2,181 -> 2,201, Q6_K 1,776 -> 1,791, Q5_K_M 2,013 -> 2,023. Wider rows
+// keep the shuffles: the partials' shared memory would cost 8B a ring stage (-1.2% measured).
 // Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
 // chunk), _STAGES (ring depth), each also per launch width (TuningFor). They are wishes:
 // PlanAddNormRing (gemv_add_norm_plan.h) drops stages, then items, where 200 KB do not hold them.
