@@ -99,8 +99,8 @@ struct AddNormArgs {
   int rows;         // rows per chunk (fewer where a weight, a type or the CTA's range ends)
   int stage_bytes;  // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
   int stages;
-  int bulk;         // the producer fills stages with one cp.async.bulk per chunk (else 16-byte cp.async)
-  int bulk_early;   // bulk: chunks issued before the dependency wait (the rest after it)
+  int bulk;           // the producer fills stages with one cp.async.bulk per chunk (else 16-byte cp.async)
+  int bulk_early;     // bulk: chunks issued before the dependency wait (the rest after it)
   int partial_bytes;  // shared memory of the partial sums (the Q8_K row follows them)
   float* x;           // [n_in], += y by the CTA that reads it last
   const float* y;     // [n_in]
