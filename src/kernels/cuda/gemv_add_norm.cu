@@ -34,7 +34,8 @@
 // instead of 5.4) but its burst of shared-memory writes slows the consumers' norm (quantize
 // phase 1.3 -> 2.1 us), which at 1B is the launch's critical path. tg128: 8B Q4_K_M 528.6 ->
 // 555.7 with bulk, 558.3 when only the first chunk is issued before the dependency wait (8B
-// Q8_0 390.1 -> 414.0); 1B Q4_K_M 2,185 -> 2,110, Q5_K_M 2,013 -> 1,990, Q6_K 1,778 -> 1,773.
+// Q8_0 390.1 -> 414.0, 8B Q6_K 381.8 -> 413.4); 1B Q4_K_M 2,185 -> 2,110, Q5_K_M 2,013 ->
+// 1,990, Q6_K 1,778 -> 1,773.
 // So rows of >= 4096 values take bulk, narrower rows the lanes' cp.async.
 // Rows of one step (<= 2048 values) keep every lane's partial sum of an item in shared memory and
 // sum them per row at the end (kLane), instead of a 5-shuffle reduction per item: tg128 on H200
