@@ -90,8 +90,18 @@ Tuning TuningFor(size_t n_weights) {
   return table[std::min(n_weights, table.size() - 1)];
 }
 
-// Launches the kernel with the ring PlanAddNormRing chooses; false where none fits.
-template <DType T0, DType T1>
+// The ring shape of GemvQuantRing launches: HERD_CUDA_RING_GEMV_{WARPS,STAGES,ITEMS} (16, 3, 3;
+// not yet measured; at most 16 consumer warps, kRingMaxThreads).
+Tuning RingTuning() {
+  static const Tuning t{std::clamp(EnvInt("HERD_CUDA_RING_GEMV_WARPS", 16), 1, kRingMaxThreads / 32 - 1),
+                        std::clamp(EnvInt("HERD_CUDA_RING_GEMV_STAGES", 3), 2, kMaxStages),
+                        std::clamp(EnvInt("HERD_CUDA_RING_GEMV_ITEMS", 3), 1, 64)};
+  return t;
+}
+
+// Launches the kernel with the ring PlanAddNormRing chooses (na's producer fields set by the
+// caller); false where none fits.
+template <DType T0, DType T1, bool kQuantIn>
 bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t stream) {
   static const int sms = [] {
     int dev = 0, n = 0;
@@ -106,9 +116,14 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   shape.sms = sms;
   shape.warps = tune.warps, shape.stages = tune.stages, shape.items = tune.items;
   shape.max_smem = kMaxSmem, shape.smem_pad = kSmemPad;
+  shape.norm = !kQuantIn;
   // Lane partials for rows of one step (HERD_CUDA_NORM_GEMV_LANE=0: never): see the file comment.
   static const bool lane_ok = EnvInt("HERD_CUDA_NORM_GEMV_LANE", 1) != 0;
-  const bool lane = lane_ok && a.n_steps == 1;
+  // The partials hold every row of the CTA until the end: long launches (a 1B lm_head's 972 rows
+  // a CTA: 128 KB) keep the shuffles rather than shrink the ring.
+  const int ctas = std::max(1, std::min(shape.total_rows, sms));  // PlanAddNormRing's grid
+  const int64_t rows_per_cta = (shape.total_rows + ctas - 1) / ctas;
+  const bool lane = lane_ok && a.n_steps == 1 && (rows_per_cta + 1) * kLanePad * 4 <= 32 * 1024;
   shape.partial_floats = lane ? kLanePad : 1;
   AddNormPlan plan;
   if (!PlanAddNormRing(shape, &plan)) return false;
@@ -116,12 +131,6 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   na.rows = plan.rows;
   na.stage_bytes = plan.stage_bytes;
   na.stages = plan.stages;
-  // The bulk producer for rows of at least HERD_CUDA_NORM_GEMV_BULK values (0: never), issuing
-  // HERD_CUDA_NORM_GEMV_BULK_EARLY chunks before the dependency wait (see the file comment).
-  static const int bulk_min = EnvInt("HERD_CUDA_NORM_GEMV_BULK", 4096);
-  static const int bulk_early = std::max(0, EnvInt("HERD_CUDA_NORM_GEMV_BULK_EARLY", 1));
-  na.bulk = bulk_min > 0 && int64_t{a.blocks_per_row} * QBlock<T0>::kValues >= bulk_min ? 1 : 0;
-  na.bulk_early = bulk_early;
   na.partial_bytes = plan.partial_bytes;
   const int grid = plan.grid, consumers = plan.consumers;
   const int64_t smem = plan.smem;
@@ -133,11 +142,65 @@ bool Launch(const QuantArgs& a, AddNormArgs na, const Tuning& tune, cudaStream_t
   };
   static std::atomic<uint64_t> raised_lane{0}, raised_shuffle{0};
   if (lane) {
-    run(GemvAddNormKernel<T0, T1, true>, raised_lane);
+    run(GemvAddNormKernel<T0, T1, true, kQuantIn>, raised_lane);
   } else {
-    run(GemvAddNormKernel<T0, T1, false>, raised_shuffle);
+    run(GemvAddNormKernel<T0, T1, false, kQuantIn>, raised_shuffle);
   }
   return true;
+}
+
+// The launch's weights as QuantArgs (a->x not set) and the type of its second part (t1 == t0:
+// one type); false where the kernel does not apply: more than kMaxSegs weights, other than
+// 256-value blocks or Q8_0, rows not 256-value multiples, not 16-byte aligned, of different
+// lengths, or of two types other than a MixPartner pair (t0's rows first).
+bool MakeArgs(std::span<const TensorView> ws, std::span<float* const> ys, QuantArgs* a, DType* t1) {
+  if (ws.empty() || ws.size() > static_cast<size_t>(kMaxSegs) || ws.size() != ys.size() || !DeviceIsSm90())
+    return false;
+  const DType t0 = ws[0].type;
+  const int64_t n_in = ws[0].cols();
+  const int64_t block = Traits(t0).block_size;
+  if ((block != 256 && t0 != DType::kQ8_0) || n_in % 256 != 0) return false;
+  *t1 = t0;
+  *a = QuantArgs{};
+  MakeSegs(ws, ys, 0, ws.size(), &a->segs);
+  a->t1_row0 = INT_MAX;
+  for (size_t k = 0; k < ws.size(); ++k) {
+    if (ws[k].cols() != n_in) return false;
+    if (ws[k].type != t0) {
+      if (MixPartner(t0) != ws[k].type) return false;
+      *t1 = ws[k].type;
+      if (a->t1_row0 == INT_MAX) a->t1_row0 = a->segs.row0[k];
+    } else if (a->t1_row0 != INT_MAX) {
+      return false;  // rows of t0 after rows of t1
+    }
+    if (!Aligned16(ws[k].data) || ws[k].row_bytes() % 16 != 0) return false;
+  }
+  a->aligned = true;
+  a->row_bytes = static_cast<int64_t>(Traits(t0).type_size) * (n_in / block);
+  a->row_bytes1 = static_cast<int64_t>(Traits(*t1).type_size) * (n_in / block);  // partners: 256-value blocks too
+  a->blocks_per_row = static_cast<int>(n_in / block);
+  a->n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
+  a->n_tok = 1;
+  return true;
+}
+
+template <bool kQuantIn>
+bool Dispatch(DType t0, DType t1, const QuantArgs& a, const AddNormArgs& na, const Tuning& tune, cudaStream_t stream) {
+  if (t1 == t0) {
+    bool launched = false;
+    DispatchQuant(t0, [&]<DType T>() {
+      if constexpr (QBlock<T>::kValues == 256 || T == DType::kQ8_0)
+        launched = Launch<T, T, kQuantIn>(a, na, tune, stream);
+    });
+    return launched;
+  }
+  switch (t0) {
+    case DType::kQ4_K: return Launch<DType::kQ4_K, MixPartner(DType::kQ4_K), kQuantIn>(a, na, tune, stream);
+    case DType::kQ5_K: return Launch<DType::kQ5_K, MixPartner(DType::kQ5_K), kQuantIn>(a, na, tune, stream);
+    case DType::kQ3_K: return Launch<DType::kQ3_K, MixPartner(DType::kQ3_K), kQuantIn>(a, na, tune, stream);
+    case DType::kQ2_K: return Launch<DType::kQ2_K, MixPartner(DType::kQ2_K), kQuantIn>(a, na, tune, stream);
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -148,51 +211,38 @@ namespace herd::cuda::internal {
 bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys, float* x, const float* y,
                       const float* norm_w, float eps, int* counter, cudaStream_t stream) {
   using namespace gemv;  // NOLINT(google-build-using-namespace)
-  if (ws.empty() || ws.size() > static_cast<size_t>(kMaxSegs) || ws.size() != ys.size() || !DeviceIsSm90())
-    return false;
-  const DType t0 = ws[0].type;
-  const int64_t n_in = ws[0].cols();
-  const int64_t block = Traits(t0).block_size;
-  if ((block != 256 && t0 != DType::kQ8_0) || n_in % 256 != 0) return false;
-  DType t1 = t0;
-  QuantArgs a{};
-  MakeSegs(ws, ys, 0, ws.size(), &a.segs);
-  a.t1_row0 = INT_MAX;
-  for (size_t k = 0; k < ws.size(); ++k) {
-    if (ws[k].cols() != n_in) return false;
-    if (ws[k].type != t0) {
-      if (MixPartner(t0) != ws[k].type) return false;
-      t1 = ws[k].type;
-      if (a.t1_row0 == INT_MAX) a.t1_row0 = a.segs.row0[k];
-    } else if (a.t1_row0 != INT_MAX) {
-      return false;  // rows of t0 after rows of t1
-    }
-    if (!Aligned16(ws[k].data) || ws[k].row_bytes() % 16 != 0) return false;
-  }
+  QuantArgs a;
+  DType t1;
+  if (!MakeArgs(ws, ys, &a, &t1)) return false;
   if (!Aligned16(x) || !Aligned16(y) || !Aligned16(norm_w)) return false;
-  a.aligned = true;
-  a.row_bytes = static_cast<int64_t>(Traits(t0).type_size) * (n_in / block);
-  a.row_bytes1 = static_cast<int64_t>(Traits(t1).type_size) * (n_in / block);  // partners: 256-value blocks too
-  a.blocks_per_row = static_cast<int>(n_in / block);
-  a.n_steps = static_cast<int>((n_in + kStepValues - 1) / kStepValues);
-  a.n_tok = 1;
-  const Tuning tune = TuningFor(ws.size());
   AddNormArgs na{};
   na.x = x, na.y = y, na.w = norm_w, na.eps = eps, na.counter = counter;
-  if (t1 == t0) {
-    bool launched = false;
-    DispatchQuant(t0, [&]<DType T>() {
-      if constexpr (QBlock<T>::kValues == 256 || T == DType::kQ8_0) launched = Launch<T, T>(a, na, tune, stream);
-    });
-    return launched;
-  }
-  switch (t0) {
-    case DType::kQ4_K: return Launch<DType::kQ4_K, MixPartner(DType::kQ4_K)>(a, na, tune, stream);
-    case DType::kQ5_K: return Launch<DType::kQ5_K, MixPartner(DType::kQ5_K)>(a, na, tune, stream);
-    case DType::kQ3_K: return Launch<DType::kQ3_K, MixPartner(DType::kQ3_K)>(a, na, tune, stream);
-    case DType::kQ2_K: return Launch<DType::kQ2_K, MixPartner(DType::kQ2_K)>(a, na, tune, stream);
-    default: return false;
-  }
+  // The bulk producer for rows of at least HERD_CUDA_NORM_GEMV_BULK values (0: never), issuing
+  // HERD_CUDA_NORM_GEMV_BULK_EARLY chunks before the dependency wait (see the file comment).
+  static const int bulk_min = EnvInt("HERD_CUDA_NORM_GEMV_BULK", 4096);
+  static const int bulk_early = std::max(0, EnvInt("HERD_CUDA_NORM_GEMV_BULK_EARLY", 1));
+  na.bulk = bulk_min > 0 && ws[0].cols() >= bulk_min ? 1 : 0;
+  na.bulk_early = bulk_early;
+  return Dispatch<false>(ws[0].type, t1, a, na, TuningFor(ws.size()), stream);
+}
+
+bool GemvQuantRing(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x,
+                   cudaStream_t stream) {
+  using namespace gemv;  // NOLINT(google-build-using-namespace)
+  QuantArgs a;
+  DType t1;
+  if (!MakeArgs(ws, ys, &a, &t1)) return false;
+  const DType t0 = ws[0].type;
+  if (x.format != (t0 == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K)) return false;
+  a.x = x;
+  AddNormArgs na{};
+  // The producer: bulk copies unless HERD_CUDA_RING_GEMV_BULK=0 (no norm whose shared-memory work
+  // they would slow), HERD_CUDA_RING_GEMV_EARLY (1) of them before the dependency wait.
+  static const bool bulk = EnvInt("HERD_CUDA_RING_GEMV_BULK", 1) != 0;
+  static const int early = std::max(0, EnvInt("HERD_CUDA_RING_GEMV_EARLY", 1));
+  na.bulk = bulk ? 1 : 0;
+  na.bulk_early = early;
+  return Dispatch<true>(t0, t1, a, na, RingTuning(), stream);
 }
 
 }  // namespace herd::cuda::internal

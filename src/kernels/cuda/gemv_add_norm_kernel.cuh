@@ -13,9 +13,12 @@ namespace herd::cuda::internal::gemv {
 
 constexpr int kMaxStages = 8;
 constexpr int kLanePad = 33;  // kLane: floats per (row, step) item, one per lane + 1 pad
+// kQuantIn launches take at most 17 warps (16 consumers), so they may use up to ~112 registers a
+// thread: at the 64 that 1,024 threads allow, the Q6_K instances spilled ~150 bytes.
+constexpr int kRingMaxThreads = 17 * 32;
 
 struct AddNormArgs {
-  QuantArgs q;      // the weights (q.x unused: the input is computed)
+  QuantArgs q;      // the weights; q.x: the quantized input where kQuantIn (else unused: computed)
   int rows;         // rows per chunk (fewer where a weight, a type or the CTA's range ends)
   int stage_bytes;  // one ring stage (a multiple of 128, with kSmemPad bytes of slack)
   int stages;
@@ -74,9 +77,12 @@ __device__ __forceinline__ void LoadActShared(const ActOut& x, int step, int lan
 // Rows from q.t1_row0 on are of type T1 (T1 == T0: one type). blockDim.x = 32 x (consumer warps
 // + 1), the consumers a multiple of n_steps and at least n_in / 512 warps (two octets a thread).
 // Dynamic shared memory: stages x stage_bytes, the partial sums, the activation row (Q8_K; Q8_0
-// for Q8_0 weights).
-template <DType T0, DType T1, bool kLane>
-__global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant__ AddNormArgs na) {
+// for Q8_0 weights). kQuantIn (GemvQuantRing): no norm; the input is q.x, already quantized, each
+// warp loading its step's share from global memory as GemvQuantKernel does (no activation row in
+// shared memory, no x / y / counter; any consumer count that is a multiple of n_steps).
+template <DType T0, DType T1, bool kLane, bool kQuantIn>
+__global__ void __launch_bounds__(kQuantIn ? kRingMaxThreads : 1024)
+    GemvAddNormKernel(const __grid_constant__ AddNormArgs na) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   static_assert((QBlock<T0>::kValues == 256 && QBlock<T1>::kValues == 256) || (T0 == DType::kQ8_0 && T1 == T0),
                 "Q8_K activations for K-quants, Q8_0 activations for Q8_0 alone");
@@ -158,80 +164,85 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
     return;
   }
 
-  // --- the norm: thread j holds octets [8j, 8j + 8) and [8(j + nthr), ...) (zeros past n_in) ---
-  const int n_in = a.blocks_per_row * B0::kValues, q_stride = a.n_steps * kStepValues;
-  float h[2][8], g[2][8];
+  ActOut o{};  // the activation row in shared memory (not kQuantIn)
+  if constexpr (kQuantIn) {
+    PdlWait();  // q.x comes from the kernel before this one; the y buffers may still be read by it
+    DIAG_MARK(1);
+  } else {
+    // --- the norm: thread j holds octets [8j, 8j + 8) and [8(j + nthr), ...) (zeros past n_in) ---
+    const int n_in = a.blocks_per_row * B0::kValues, q_stride = a.n_steps * kStepValues;
+    float h[2][8], g[2][8];
 #pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int v0 = 8 * (tid + k * nthr);
+    for (int k = 0; k < 2; ++k) {
+      const int v0 = 8 * (tid + k * nthr);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) g[k][i] = 0.f, h[k][i] = 0.f;
-    if (v0 < n_in) {  // the norm weight is constant: read before the wait
-      const float4 g0 = __ldg(reinterpret_cast<const float4*>(na.w + v0));
-      const float4 g1 = __ldg(reinterpret_cast<const float4*>(na.w + v0 + 4));
-      g[k][0] = g0.x, g[k][1] = g0.y, g[k][2] = g0.z, g[k][3] = g0.w;
-      g[k][4] = g1.x, g[k][5] = g1.y, g[k][6] = g1.z, g[k][7] = g1.w;
+      for (int i = 0; i < 8; ++i) g[k][i] = 0.f, h[k][i] = 0.f;
+      if (v0 < n_in) {  // the norm weight is constant: read before the wait
+        const float4 g0 = __ldg(reinterpret_cast<const float4*>(na.w + v0));
+        const float4 g1 = __ldg(reinterpret_cast<const float4*>(na.w + v0 + 4));
+        g[k][0] = g0.x, g[k][1] = g0.y, g[k][2] = g0.z, g[k][3] = g0.w;
+        g[k][4] = g1.x, g[k][5] = g1.y, g[k][6] = g1.z, g[k][7] = g1.w;
+      }
     }
-  }
-  PdlWait();  // x, y come from the kernels before this one; y's buffers may still be read by them
-  DIAG_MARK(1);
-  float ss = 0.f;
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int v0 = 8 * (tid + k * nthr);
-    if (v0 < n_in) {
-      const float4 p0 = *reinterpret_cast<const float4*>(na.x + v0);
-      const float4 p1 = *reinterpret_cast<const float4*>(na.x + v0 + 4);
-      const float4 q0 = *reinterpret_cast<const float4*>(na.y + v0);
-      const float4 q1 = *reinterpret_cast<const float4*>(na.y + v0 + 4);
-      h[k][0] = p0.x + q0.x, h[k][1] = p0.y + q0.y, h[k][2] = p0.z + q0.z, h[k][3] = p0.w + q0.w;
-      h[k][4] = p1.x + q1.x, h[k][5] = p1.y + q1.y, h[k][6] = p1.z + q1.z, h[k][7] = p1.w + q1.w;
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) ss += h[k][i] * h[k][i];
-  }
-  DIAG_MARK(2);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (lane == 0) red[warp] = ss;
-  ConsumerSync(nthr);  // every read of x in this CTA is done
-  DIAG_MARK(3);
-  if (tid == 0) last = atomicAdd(na.counter, 1) == static_cast<int>(gridDim.x) - 1;
-  float sum_sq = 0.f;
-  for (int w = 0; w < consumers; ++w) sum_sq += red[w];
-  const float scale = rsqrtf(sum_sq / static_cast<float>(n_in) + na.eps);
-  // The activation row in shared memory: each warp quantizes whole blocks (256 values for Q8_K,
-  // 32 for Q8_0; QuantizeOctet, as the norm kernel does, padding to q_stride included).
-  uint8_t* fmt = ring + n_stages * na.stage_bytes + na.partial_bytes;
-  ActOut o;
-  o.q = reinterpret_cast<int8_t*>(fmt);
-  o.d = reinterpret_cast<float*>(fmt + q_stride);
-  o.s = o.d;  // Q8_1 only
-  o.sums = reinterpret_cast<int16_t*>(fmt + q_stride + q_stride / 8);
-  o.q_stride = q_stride, o.d_stride = q_stride / 32, o.g_stride = q_stride / 16;
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    if (8 * (tid - lane + k * nthr) < q_stride) {  // warp-uniform
-      float v[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = h[k][i] * scale * g[k][i];
-      QuantizeOctet<ActFormat<T0>()>(v, 0, 8 * (tid + k * nthr), o);
-    }
-  }
-  DIAG_MARK(4);
-  ConsumerSync(nthr);
-  if (last) {  // every CTA has read x: store x + y, and leave the counter at zero
+    PdlWait();  // x, y come from the kernels before this one; y's buffers may still be read by them
+    DIAG_MARK(1);
+    float ss = 0.f;
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int v0 = 8 * (tid + k * nthr);
       if (v0 < n_in) {
-        *reinterpret_cast<float4*>(na.x + v0) = make_float4(h[k][0], h[k][1], h[k][2], h[k][3]);
-        *reinterpret_cast<float4*>(na.x + v0 + 4) = make_float4(h[k][4], h[k][5], h[k][6], h[k][7]);
+        const float4 p0 = *reinterpret_cast<const float4*>(na.x + v0);
+        const float4 p1 = *reinterpret_cast<const float4*>(na.x + v0 + 4);
+        const float4 q0 = *reinterpret_cast<const float4*>(na.y + v0);
+        const float4 q1 = *reinterpret_cast<const float4*>(na.y + v0 + 4);
+        h[k][0] = p0.x + q0.x, h[k][1] = p0.y + q0.y, h[k][2] = p0.z + q0.z, h[k][3] = p0.w + q0.w;
+        h[k][4] = p1.x + q1.x, h[k][5] = p1.y + q1.y, h[k][6] = p1.z + q1.z, h[k][7] = p1.w + q1.w;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) ss += h[k][i] * h[k][i];
+    }
+    DIAG_MARK(2);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+    if (lane == 0) red[warp] = ss;
+    ConsumerSync(nthr);  // every read of x in this CTA is done
+    DIAG_MARK(3);
+    if (tid == 0) last = atomicAdd(na.counter, 1) == static_cast<int>(gridDim.x) - 1;
+    float sum_sq = 0.f;
+    for (int w = 0; w < consumers; ++w) sum_sq += red[w];
+    const float scale = rsqrtf(sum_sq / static_cast<float>(n_in) + na.eps);
+    // The activation row in shared memory: each warp quantizes whole blocks (256 values for Q8_K,
+    // 32 for Q8_0; QuantizeOctet, as the norm kernel does, padding to q_stride included).
+    uint8_t* fmt = ring + n_stages * na.stage_bytes + na.partial_bytes;
+    o.q = reinterpret_cast<int8_t*>(fmt);
+    o.d = reinterpret_cast<float*>(fmt + q_stride);
+    o.s = o.d;  // Q8_1 only
+    o.sums = reinterpret_cast<int16_t*>(fmt + q_stride + q_stride / 8);
+    o.q_stride = q_stride, o.d_stride = q_stride / 32, o.g_stride = q_stride / 16;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      if (8 * (tid - lane + k * nthr) < q_stride) {  // warp-uniform
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) v[i] = h[k][i] * scale * g[k][i];
+        QuantizeOctet<ActFormat<T0>()>(v, 0, 8 * (tid + k * nthr), o);
       }
     }
-    if (tid == 0) *na.counter = 0;  // the next launch uses it only after this grid completed
-  }
-  DIAG_MARK(5);
+    DIAG_MARK(4);
+    ConsumerSync(nthr);
+    if (last) {  // every CTA has read x: store x + y, and leave the counter at zero
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const int v0 = 8 * (tid + k * nthr);
+        if (v0 < n_in) {
+          *reinterpret_cast<float4*>(na.x + v0) = make_float4(h[k][0], h[k][1], h[k][2], h[k][3]);
+          *reinterpret_cast<float4*>(na.x + v0 + 4) = make_float4(h[k][4], h[k][5], h[k][6], h[k][7]);
+        }
+      }
+      if (tid == 0) *na.counter = 0;  // the next launch uses it only after this grid completed
+    }
+    DIAG_MARK(5);
+  }  // the norm
 
   // --- the GEMV: (row, step) items of each chunk, row-major, round-robin over the warps ---
   const int n_steps = a.n_steps;
@@ -239,7 +250,13 @@ __global__ void __launch_bounds__(1024) GemvAddNormKernel(const __grid_constant_
   const int nb = min(B0::kStep, a.blocks_per_row - my_step * B0::kStep);
   const bool active = LaneActive<T0>(lane, nb);
   ActLane xs;
-  if (active) LoadActShared<T0>(o, my_step, lane, xs);
+  if (active) {
+    if constexpr (kQuantIn) {
+      LoadAct<T0>(a.x, 0, my_step, lane, xs);
+    } else {
+      LoadActShared<T0>(o, my_step, lane, xs);
+    }
+  }
   // Partial sums: [rows of the CTA][n_steps], each item's sum reduced over the warp by shuffles;
   // kLane: [rows of the CTA][n_steps][kLanePad], every lane's own partial (no per-item shuffles;
   // summed per row at the end; 33 floats so neither a warp's stores nor the row reads hit one

@@ -20,6 +20,7 @@ struct AddNormShape {
   int64_t max_smem = 200 * 1024;
   int smem_pad = 16;       // slack bytes per stage (kSmemPad)
   int partial_floats = 1;  // partial-sum floats per (row, step) item
+  bool norm = true;        // the CTAs compute the quantized activation row (false: GemvQuantRing)
 };
 
 struct AddNormPlan {

@@ -80,6 +80,20 @@ TEST(AddNormPlanTest, PerLanePartialsKeepTheOneBillionRingAndCostEightBillionASt
   EXPECT_EQ(p.stages, 4);
 }
 
+TEST(AddNormPlanTest, WithoutTheNormAnyRowLengthAndNoActivationRow) {
+  // GemvQuantRing's 8B down projection: 14336-value Q4_K rows (7 steps, 8,064 bytes), 4096 rows.
+  AddNormShape s = Shape(7, 8064, 4096, 16, 3, 3);
+  AddNormPlan p;
+  EXPECT_FALSE(PlanAddNormRing(s, &p));  // the norm needs two octets a thread: 28 warps
+  s.norm = false;
+  ASSERT_TRUE(PlanAddNormRing(s, &p));
+  EXPECT_EQ(p.consumers, 14);
+  EXPECT_EQ(p.rows, 6);
+  EXPECT_EQ(p.stage_bytes, 48512);     // 6 x 8064 + 16, rounded up to 128
+  EXPECT_EQ(p.partial_bytes, 928);     // (32 + 1) rows x 7 steps x 4 bytes, rounded up to 16
+  EXPECT_EQ(p.smem, 3 * 48512 + 928);  // no activation row
+}
+
 TEST(AddNormPlanTest, DeclinesWhatCannotRun) {
   AddNormPlan p;
   EXPECT_FALSE(PlanAddNormRing(Shape(32, 1152, 4096), &p));       // more than 31 steps

@@ -4,7 +4,8 @@
 // the same int8 row up to a rounding flip from the other order of the sum of squares, other float
 // sums), against the reference (2e-2, int8 activations), x += y exact, the counter left at zero;
 // one-type and mixed launches, rows of one step, several steps and a partial step; where it does
-// not apply, false.
+// not apply, false. GemvQuantRing (the same kernel without its norm) against GemvQuant on the same
+// activations (1e-5: the same integer block sums, float sums in another order).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -127,6 +128,11 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
                                           static_cast<float*>(w.p), 1e-5f, 1, c.n_in, static_cast<float*>(out.p), q.p,
                                           nullptr, &qa));
     internal::GemvQuant(ws, ys1, qa, 1, nullptr);
+    // GemvQuantRing (the kernel without its norm) on the same activations: GemvQuant's integer
+    // block sums, the float sums in another order.
+    Dev y3(4 * n_out);
+    const std::vector<float*> ys3 = outs(y3);
+    ASSERT_TRUE(internal::GemvQuantRing(ws, ys3, qa, nullptr));
     for (int rep = 0; rep < 2; ++rep) {  // the second call finds the counter back at zero
       HERD_CUDA_CHECK(cudaMemcpy(x2.p, hx.data(), 4 * c.n_in, cudaMemcpyHostToDevice));
       ASSERT_TRUE(internal::GemvQuantAddNorm(ws, ys2, static_cast<float*>(x2.p), static_cast<float*>(y.p),
@@ -135,6 +141,7 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
     HERD_CUDA_CHECK(cudaDeviceSynchronize());
     const auto a = Down<float>(y1.p, n_out), b = Down<float>(y2.p, n_out);
     EXPECT_LE(RelError(b.data(), a.data(), a.size()), 2e-3);
+    EXPECT_LE(RelError(Down<float>(y3.p, n_out).data(), a.data(), a.size()), 1e-5);
     EXPECT_EQ(Down<float>(x2.p, c.n_in), Down<float>(x1.p, c.n_in));  // x += y
     EXPECT_EQ(Down<int>(counter.p, 1)[0], 0);
     // Against the reference: dequantized weights, double dot products of the host norm.
@@ -165,6 +172,10 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
   const TensorView w4v = TensorView::Matrix(DType::kQ4_K, 64, 2048, w4d.p);
   EXPECT_FALSE(internal::GemvQuantAddNorm({&w4v, 1}, y8, static_cast<float*>(xa.p) + 1, static_cast<float*>(ya.p),
                                           static_cast<float*>(wa.p), 1e-5f, static_cast<int*>(cnt.p), nullptr));
+  // GemvQuantRing: not for Q4_0, nor for activations of the wrong format.
+  internal::QuantizedActivations q8_0;  // format Q8_0
+  EXPECT_FALSE(internal::GemvQuantRing({&w8v, 1}, y8, q8_0, nullptr));
+  EXPECT_FALSE(internal::GemvQuantRing({&w4v, 1}, y8, q8_0, nullptr));  // Q4_K wants Q8_K
 }
 
 // Through the backend: a one-row AddRmsNorm announced for the gate of a K-quant MatMulSwiGlu

@@ -6,7 +6,9 @@
 // data; the tests are in herd_cuda_fused_input_test. --hot 1: one weight copy, so the weights
 // stay in L2 and each call's time is its latency and compute rather than the DRAM stream (the
 // shapes up to 1B gate/up fit in the H100's and H200's 50 MB L2); --only NAME: that shape alone.
-//   herd_cuda_gemv_norm_bench [--reps 20] [--hot 0] [--only "1b gate/up"]
+// --ring 1: GemvQuant against GemvQuantRing (the same kernel without the norm) on one quantized
+// activation row, over the O, down and lm_head shapes instead.
+//   herd_cuda_gemv_norm_bench [--reps 20] [--hot 0] [--only "1b gate/up"] [--ring 0]
 // (an --only that names no shape is an error, listing the names)
 #include <cuda_runtime.h>
 
@@ -36,13 +38,20 @@ struct Shape {
   std::vector<std::pair<DType, int64_t>> outs;  // weights of one launch
 };
 
-int Run(int reps, bool hot, const std::string& only) {
-  const std::vector<Shape> shapes = {
+int Run(int reps, bool hot, const std::string& only, bool ring) {
+  const std::vector<Shape> norm_shapes = {
       {"8b qkv", 4096, {{DType::kQ4_K, 4096}, {DType::kQ4_K, 1024}, {DType::kQ6_K, 1024}}},
       {"8b gate/up", 4096, {{DType::kQ4_K, 14336}, {DType::kQ4_K, 14336}}},
       {"1b qkv", 2048, {{DType::kQ4_K, 2048}, {DType::kQ4_K, 512}, {DType::kQ6_K, 512}}},
       {"1b gate/up", 2048, {{DType::kQ4_K, 8192}, {DType::kQ4_K, 8192}}},
   };
+  const std::vector<Shape> ring_shapes = {
+      {"8b o", 4096, {{DType::kQ4_K, 4096}}},         {"8b down", 14336, {{DType::kQ4_K, 4096}}},
+      {"8b down q6", 14336, {{DType::kQ6_K, 4096}}},  {"8b lm_head", 4096, {{DType::kQ6_K, 128256}}},
+      {"1b o", 2048, {{DType::kQ4_K, 2048}}},         {"1b down", 8192, {{DType::kQ4_K, 2048}}},
+      {"1b lm_head", 2048, {{DType::kQ6_K, 128256}}},
+  };
+  const std::vector<Shape>& shapes = ring ? ring_shapes : norm_shapes;
   if (!only.empty() && std::none_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return only == s.name; })) {
     std::fprintf(stderr, "--only %s: no such shape; the shapes:", only.c_str());
     for (const Shape& s : shapes) std::fprintf(stderr, " \"%s\"", s.name);
@@ -53,7 +62,11 @@ int Run(int reps, bool hot, const std::string& only) {
   HERD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaDeviceProp prop{};
   HERD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("%-11s %12s %12s %10s %10s\n", "shape", "norm+gemv us", "fused us", "max|dy|", "max|dx|");
+  if (ring) {
+    std::printf("%-11s %12s %12s %10s %10s\n", "shape", "gemv us", "ring us", "max|dy|", "-");
+  } else {
+    std::printf("%-11s %12s %12s %10s %10s\n", "shape", "norm+gemv us", "fused us", "max|dy|", "max|dx|");
+  }
   for (const Shape& s : shapes) {
     if (!only.empty() && only != s.name) continue;
     size_t bytes = 0;
@@ -100,12 +113,30 @@ int Run(int reps, bool hot, const std::string& only) {
     };
     const std::vector<float*> ysa = ys_of(ya), ysb = ys_of(yb);
     const float eps = 1e-5f;
+    // --ring: one activation row, quantized once (RmsNormQuantize of x0 + dx).
+    internal::QuantizedActivations q_ring;
+    if (ring) {
+      HERD_CUDA_CHECK(cudaMemcpyAsync(x, x0, fb, cudaMemcpyDeviceToDevice, stream));
+      if (!internal::RmsNormQuantize(DType::kQ8_K, x, dx, w, 1e-5f, 1, s.n_in, out, qbuf, stream, &q_ring))
+        std::abort();
+    }
     auto separate = [&](int c, float* y_out) {
+      if (ring) {
+        internal::GemvQuant(views[c], ys_of(y_out), q_ring, 1, stream);
+        return;
+      }
       internal::QuantizedActivations q;
       if (!internal::RmsNormQuantize(DType::kQ8_K, x, dx, w, eps, 1, s.n_in, out, qbuf, stream, &q)) std::abort();
       internal::GemvQuant(views[c], ys_of(y_out), q, 1, stream);
     };
     auto fused = [&](int c, float* y_out) {
+      if (ring) {
+        if (!internal::GemvQuantRing(views[c], ys_of(y_out), q_ring, stream)) {
+          std::fprintf(stderr, "GemvQuantRing does not apply\n");
+          std::exit(1);
+        }
+        return;
+      }
       if (!internal::GemvQuantAddNorm(views[c], ys_of(y_out), xo, dx, w, eps, counter, stream)) {
         std::fprintf(stderr, "GemvQuantAddNorm does not apply\n");
         std::exit(1);
@@ -146,7 +177,8 @@ int Run(int reps, bool hot, const std::string& only) {
       HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
       HERD_CUDA_CHECK(cudaGraphDestroy(graph));
     }
-    std::printf("%-11s %12.2f %12.2f %10.2e %10.2e   (max|y| %.3g)\n", s.name, med[0], med[1], dy, dxm, ymax);
+    std::printf("%-11s %12.2f %12.2f %10.2e %10.2e   (max|y| %.3g)\n", s.name, med[0], med[1], dy, ring ? 0.f : dxm,
+                ymax);
     for (void* p : ws) HERD_CUDA_CHECK(cudaFree(p));
     for (void* p : {static_cast<void*>(x), static_cast<void*>(x0), static_cast<void*>(dx), static_cast<void*>(w),
                     static_cast<void*>(out), static_cast<void*>(xo), static_cast<void*>(ya), static_cast<void*>(yb),
@@ -161,8 +193,10 @@ int Run(int reps, bool hot, const std::string& only) {
 }  // namespace herd::cuda
 
 int main(int argc, char** argv) {
-  int reps = 20, hot = 0;
+  int reps = 20, hot = 0, ring = 0;
   const char* only = "";
-  if (!herd::cuda::bench::ParseFlags(argc, argv, {{"--reps", &reps}, {"--hot", &hot}, {"--only", &only}})) return 2;
-  return herd::cuda::Run(std::max(1, reps), hot != 0, only);
+  if (!herd::cuda::bench::ParseFlags(argc, argv,
+                                     {{"--reps", &reps}, {"--hot", &hot}, {"--only", &only}, {"--ring", &ring}}))
+    return 2;
+  return herd::cuda::Run(std::max(1, reps), hot != 0, only, ring != 0);
 }

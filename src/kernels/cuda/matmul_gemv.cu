@@ -62,6 +62,10 @@ std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages 
 const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
 const bool g_wave_rule = EnvOn("HERD_CUDA_GEMV_WAVE_RULE");
 std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
+// HERD_CUDA_RING_GEMV_MB=N: one-token launches of at least N MiB of weights go through
+// GemvQuantRing (gemv_add_norm.cu: one CTA per SM, rows streamed by TMA bulk copies into a
+// shared-memory ring); 0 (default): never. Not yet measured on a GPU.
+const int64_t g_ring_min_bytes = int64_t{std::max(0, EnvIntOr("HERD_CUDA_RING_GEMV_MB", 0))} << 20;
 
 // Whether a one-token launch of t0 weights (with their partner) of n_steps steps per row reads
 // them in place (gemv_quant_direct.cu): by default for Q3_K, and for the other K-quants where
@@ -113,6 +117,11 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
       // Q8_0 on H200: persistent blocks (tg128 8B Q8_0 363.9 -> 375.9, 1B Q8_0 1,707 -> 1,735 tok/s;
       // 8B Q4_K_M, whose launches are K-quants, loses with them: 497 -> 469).
       if (c0 == DType::kQ8_0 && !mixed && HighBandwidthDevice()) groups_per_block = 0;
+    }
+    if (n_tok == 1 && a.aligned && g_ring_min_bytes > 0) {
+      int64_t bytes = 0;
+      for (size_t k = 0; k < n; ++k) bytes += cw[k].rows() * cw[k].row_bytes();
+      if (bytes >= g_ring_min_bytes && GemvQuantRing({cw, n}, {cy, n}, x, stream)) continue;
     }
     if (n_tok == 1 && a.aligned && DirectFor(c0, a.n_steps)) {
       QuantArgs ad = a;

@@ -81,6 +81,14 @@ void ConvertActivations(const float* x, int64_t n, bool bf16, void* out, cudaStr
 bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys, float* x, const float* y,
                       const float* norm_w, float eps, int* counter, cudaStream_t stream);
 
+// GemvQuant at one token of already quantized activations x (Q8_K for K-quants, Q8_0 for Q8_0),
+// through GemvQuantAddNorm's kernel without its norm: one CTA per SM whose producer streams the
+// rows into a shared-memory ring by TMA bulk copies. The same weights and alignment as
+// GemvQuantAddNorm; false, queueing nothing, where it does not apply. Programmatic dependent
+// launch as GemvQuant. Off by default in the backend (HERD_CUDA_RING_GEMV_MB, matmul_gemv.cu).
+bool GemvQuantRing(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x,
+                   cudaStream_t stream);
+
 // ys[k][t, o] = sum_i ws[k][o, i] * x[t, i] for quantized weights of one n_in and one activation
 // format (any n_tok; weights are streamed once per group of 8 tokens; up to 4 weights per launch:
 // of one type, or of a type and its mix partner, e.g. Q4_K Q/K and a Q6_K V; HERD_CUDA_GEMV_MIXED=0
