@@ -49,7 +49,9 @@ int Run(int reps, bool hot, const std::string& only, bool ring) {
       {"8b o", 4096, {{DType::kQ4_K, 4096}}},         {"8b down", 14336, {{DType::kQ4_K, 4096}}},
       {"8b down q6", 14336, {{DType::kQ6_K, 4096}}},  {"8b lm_head", 4096, {{DType::kQ6_K, 128256}}},
       {"1b o", 2048, {{DType::kQ4_K, 2048}}},         {"1b down", 8192, {{DType::kQ4_K, 2048}}},
-      {"1b lm_head", 2048, {{DType::kQ6_K, 128256}}},
+      {"1b lm_head", 2048, {{DType::kQ6_K, 128256}}},  {"8b o q8", 4096, {{DType::kQ8_0, 4096}}},
+      {"8b down q8", 14336, {{DType::kQ8_0, 4096}}},  {"1b o q8", 2048, {{DType::kQ8_0, 2048}}},
+      {"1b down q8", 8192, {{DType::kQ8_0, 2048}}},
   };
   const std::vector<Shape>& shapes = ring ? ring_shapes : norm_shapes;
   if (!only.empty() && std::none_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return only == s.name; })) {
@@ -113,12 +115,11 @@ int Run(int reps, bool hot, const std::string& only, bool ring) {
     };
     const std::vector<float*> ysa = ys_of(ya), ysb = ys_of(yb);
     const float eps = 1e-5f;
-    // --ring: one activation row, quantized once (RmsNormQuantize of x0 + dx).
+    // --ring: one activation row x0, quantized once (Q8_0 for Q8_0 weights, else Q8_K).
     internal::QuantizedActivations q_ring;
     if (ring) {
-      HERD_CUDA_CHECK(cudaMemcpyAsync(x, x0, fb, cudaMemcpyDeviceToDevice, stream));
-      if (!internal::RmsNormQuantize(DType::kQ8_K, x, dx, w, 1e-5f, 1, s.n_in, out, qbuf, stream, &q_ring))
-        std::abort();
+      const DType format = s.outs[0].first == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K;
+      q_ring = internal::QuantizeActivations(format, x0, 1, s.n_in, qbuf, stream);
     }
     auto separate = [&](int c, float* y_out) {
       if (ring) {

@@ -62,10 +62,20 @@ std::atomic<int> g_split_stages{EnvIntOr("HERD_CUDA_GEMV_SPLIT_STAGES", kStages 
 const int g_want_warps = std::max(1, EnvIntOr("HERD_CUDA_GEMV_WANT_WARPS", kWantWarps));
 const bool g_wave_rule = EnvOn("HERD_CUDA_GEMV_WAVE_RULE");
 std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
-// HERD_CUDA_RING_GEMV_MB=N: one-token launches of at least N MiB of weights go through
-// GemvQuantRing (gemv_add_norm.cu: one CTA per SM, rows streamed by TMA bulk copies into a
-// shared-memory ring); 0 (default): never. Not yet measured on a GPU.
-const int64_t g_ring_min_bytes = int64_t{std::max(0, EnvIntOr("HERD_CUDA_RING_GEMV_MB", 0))} << 20;
+// Whether a one-token launch of `bytes` of weights with rows of n_in values goes through
+// GemvQuantRing (gemv_add_norm.cu, sm_90 only: one CTA per SM, the rows streamed by TMA bulk
+// copies into a shared-memory ring): >= HERD_CUDA_RING_GEMV_MB (16) MiB of rows of >= 8192
+// values, or >= HERD_CUDA_RING_GEMV_NARROW_MB (32) MiB of shorter rows; 0 turns either off.
+// H200 tg128 (bench/results/cuda-session31-2026-11-28.md): it wins on the lm_heads (1B Q6_K
+// 70.2 -> 58.2 us, 8B 128.6 -> 110.4 us), the 8B down projections and 1B Q8_0's down (17 MiB);
+// it loses on the O projections (8B Q4_K 9 MiB 4.38 -> 4.70 us, 8B Q8_0 17 MiB) and 1B Q4_K /
+// Q6_K down (9 / 13 MiB). No shorter-row launch between 17 and 80 MiB was measured.
+bool RingFor(int64_t bytes, int64_t n_in) {
+  static const int64_t wide = int64_t{std::max(0, EnvIntOr("HERD_CUDA_RING_GEMV_MB", 16))} << 20;
+  static const int64_t narrow = int64_t{std::max(0, EnvIntOr("HERD_CUDA_RING_GEMV_NARROW_MB", 32))} << 20;
+  const int64_t min_bytes = n_in >= 8192 ? wide : narrow;
+  return min_bytes > 0 && bytes >= min_bytes;
+}
 
 // Whether a one-token launch of t0 weights (with their partner) of n_steps steps per row reads
 // them in place (gemv_quant_direct.cu): by default for Q3_K, and for the other K-quants where
@@ -118,10 +128,10 @@ void LaunchGroup(DType t0, DType t1, std::span<const TensorView> ws, std::span<f
       // 8B Q4_K_M, whose launches are K-quants, loses with them: 497 -> 469).
       if (c0 == DType::kQ8_0 && !mixed && HighBandwidthDevice()) groups_per_block = 0;
     }
-    if (n_tok == 1 && a.aligned && g_ring_min_bytes > 0) {
+    if (n_tok == 1 && a.aligned) {
       int64_t bytes = 0;
       for (size_t k = 0; k < n; ++k) bytes += cw[k].rows() * cw[k].row_bytes();
-      if (bytes >= g_ring_min_bytes && GemvQuantRing({cw, n}, {cy, n}, x, stream)) continue;
+      if (RingFor(bytes, n_in) && GemvQuantRing({cw, n}, {cy, n}, x, stream)) continue;
     }
     if (n_tok == 1 && a.aligned && DirectFor(c0, a.n_steps)) {
       QuantArgs ad = a;

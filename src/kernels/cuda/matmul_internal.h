@@ -85,7 +85,7 @@ bool GemvQuantAddNorm(std::span<const TensorView> ws, std::span<float* const> ys
 // through GemvQuantAddNorm's kernel without its norm: one CTA per SM whose producer streams the
 // rows into a shared-memory ring by TMA bulk copies. The same weights and alignment as
 // GemvQuantAddNorm; false, queueing nothing, where it does not apply. Programmatic dependent
-// launch as GemvQuant. Off by default in the backend (HERD_CUDA_RING_GEMV_MB, matmul_gemv.cu).
+// launch as GemvQuant. The backend routes large launches here (RingFor, matmul_gemv.cu).
 bool GemvQuantRing(std::span<const TensorView> ws, std::span<float* const> ys, const QuantizedActivations& x,
                    cudaStream_t stream);
 
