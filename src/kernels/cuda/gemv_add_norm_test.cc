@@ -5,7 +5,8 @@
 // sums), against the reference (2e-2, int8 activations), x += y exact, the counter left at zero;
 // one-type and mixed launches, rows of one step, several steps and a partial step; where it does
 // not apply, false. GemvQuantRing (the same kernel without its norm) against GemvQuant on the same
-// activations (1e-5: the same integer block sums, float sums in another order).
+// activations (1e-5: the same integer block sums, float sums in another order), also on the long
+// and many-row launches the backend routes to it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -176,6 +177,48 @@ TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
   internal::QuantizedActivations q8_0;  // format Q8_0
   EXPECT_FALSE(internal::GemvQuantRing({&w8v, 1}, y8, q8_0, nullptr));
   EXPECT_FALSE(internal::GemvQuantRing({&w4v, 1}, y8, q8_0, nullptr));  // Q4_K wants Q8_K
+}
+
+// GemvQuantRing on launches the backend routes to it (RingFor in matmul_gemv.cu): rows of 8192
+// and more values (down-like, partial last step) and many rows per CTA (lm_head-like: the lane
+// partials give way to shuffles), against GemvQuant with the ring routing off (1e-5).
+TEST(GemvQuantRingTest, MatchesGemvQuantOnLongRowsAndManyRows) {
+  std::string why;
+  if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+  if (!DeviceIsSm90()) GTEST_SKIP() << "GemvQuantRing runs on sm_90 only";
+  internal::GemvOptions no_ring;
+  no_ring.quant_ring_mb = no_ring.quant_ring_narrow_mb = 0;
+  struct Case {
+    DType type;
+    int64_t rows, n_in;
+  };
+  const Case cases[] = {
+      {DType::kQ4_K, 512, 14336}, {DType::kQ6_K, 300, 8448},    // 8448: a partial last step
+      {DType::kQ8_0, 2048, 8192}, {DType::kQ6_K, 20000, 2048},  // 152 rows a CTA on 132 SMs
+      {DType::kQ5_K, 7000, 4096},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(DTypeName(c.type)) + " " + std::to_string(c.rows) + "x" + std::to_string(c.n_in));
+    const auto host = QuantizedWeight(c.type, c.rows, c.n_in, 90);
+    Dev wd(host.size()), x(4 * c.n_in), q(internal::QuantizedActivationBytes(1, c.n_in)), y1(4 * c.rows),
+        y2(4 * c.rows);
+    HERD_CUDA_CHECK(cudaMemcpy(wd.p, host.data(), host.size(), cudaMemcpyHostToDevice));
+    const auto hx = RandomNormal(static_cast<size_t>(c.n_in), 91);
+    HERD_CUDA_CHECK(cudaMemcpy(x.p, hx.data(), 4 * c.n_in, cudaMemcpyHostToDevice));
+    const TensorView w = TensorView::Matrix(c.type, c.rows, c.n_in, wd.p);
+    const DType act = c.type == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K;
+    const internal::QuantizedActivations qa =
+        internal::QuantizeActivations(act, static_cast<float*>(x.p), 1, c.n_in, q.p, nullptr);
+    float* const ys1[] = {static_cast<float*>(y1.p)};
+    float* const ys2[] = {static_cast<float*>(y2.p)};
+    internal::SetGemvOptions(no_ring);
+    internal::GemvQuant({&w, 1}, ys1, qa, 1, nullptr);
+    internal::SetGemvOptions({});
+    ASSERT_TRUE(internal::GemvQuantRing({&w, 1}, ys2, qa, nullptr));
+    HERD_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto a = Down<float>(y1.p, c.rows), b = Down<float>(y2.p, c.rows);
+    EXPECT_LE(RelError(b.data(), a.data(), a.size()), 1e-5);
+  }
 }
 
 // Through the backend: a one-row AddRmsNorm announced for the gate of a K-quant MatMulSwiGlu

@@ -6,8 +6,8 @@
 // data; the tests are in herd_cuda_fused_input_test. --hot 1: one weight copy, so the weights
 // stay in L2 and each call's time is its latency and compute rather than the DRAM stream (the
 // shapes up to 1B gate/up fit in the H100's and H200's 50 MB L2); --only NAME: that shape alone.
-// --ring 1: GemvQuant against GemvQuantRing (the same kernel without the norm) on one quantized
-// activation row, over the O, down and lm_head shapes instead.
+// --ring 1: GemvQuant (its routing to the ring off) against GemvQuantRing (the same kernel without
+// the norm) on one quantized activation row, over the O, down and lm_head shapes instead.
 //   herd_cuda_gemv_norm_bench [--reps 20] [--hot 0] [--only "1b gate/up"] [--ring 0]
 // (an --only that names no shape is an error, listing the names)
 #include <cuda_runtime.h>
@@ -65,6 +65,10 @@ int Run(int reps, bool hot, const std::string& only, bool ring) {
   cudaDeviceProp prop{};
   HERD_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   if (ring) {
+    // GemvQuant without its routing to the ring (GemvOptions' defaults otherwise).
+    internal::GemvOptions no_ring;
+    no_ring.quant_ring_mb = no_ring.quant_ring_narrow_mb = 0;
+    internal::SetGemvOptions(no_ring);
     std::printf("%-11s %12s %12s %10s %10s\n", "shape", "gemv us", "ring us", "max|dy|", "-");
   } else {
     std::printf("%-11s %12s %12s %10s %10s\n", "shape", "norm+gemv us", "fused us", "max|dy|", "max|dx|");

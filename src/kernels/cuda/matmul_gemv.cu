@@ -65,16 +65,18 @@ std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
 // Whether a one-token launch of `bytes` of weights with rows of n_in values goes through
 // GemvQuantRing (gemv_add_norm.cu, sm_90 only: one CTA per SM, the rows streamed by TMA bulk
 // copies into a shared-memory ring): >= HERD_CUDA_RING_GEMV_MB (16) MiB of rows of >= 8192
-// values, or >= HERD_CUDA_RING_GEMV_NARROW_MB (32) MiB of shorter rows; 0 turns either off.
+// values, or >= HERD_CUDA_RING_GEMV_NARROW_MB (32) MiB of shorter rows; 0 turns either off
+// (GemvOptions::quant_ring_mb / quant_ring_narrow_mb).
 // H200 tg128 (bench/results/cuda-session31-2026-11-28.md): it wins on the lm_heads (1B Q6_K
 // 70.2 -> 58.2 us, 8B 128.6 -> 110.4 us), the 8B down projections and 1B Q8_0's down (17 MiB);
-// it loses on the O projections (8B Q4_K 9 MiB 4.38 -> 4.70 us, 8B Q8_0 17 MiB) and 1B Q4_K /
-// Q6_K down (9 / 13 MiB). No shorter-row launch between 17 and 80 MiB was measured.
+// it loses on the O projections (8B Q4_K 9 MiB 4.42 -> 4.75 us; 8B Q8_0 17 MiB: faster alone,
+// 6.58 -> 6.34 us, but tg128 428.7 -> 423.6) and 1B Q4_K / Q6_K down (9 / 13 MiB). No launch of
+// shorter rows between 17 and 80 MiB was measured.
+std::atomic<int64_t> g_ring_mb{EnvIntOr("HERD_CUDA_RING_GEMV_MB", 16)};
+std::atomic<int64_t> g_ring_narrow_mb{EnvIntOr("HERD_CUDA_RING_GEMV_NARROW_MB", 32)};
 bool RingFor(int64_t bytes, int64_t n_in) {
-  static const int64_t wide = int64_t{std::max(0, EnvIntOr("HERD_CUDA_RING_GEMV_MB", 16))} << 20;
-  static const int64_t narrow = int64_t{std::max(0, EnvIntOr("HERD_CUDA_RING_GEMV_NARROW_MB", 32))} << 20;
-  const int64_t min_bytes = n_in >= 8192 ? wide : narrow;
-  return min_bytes > 0 && bytes >= min_bytes;
+  const int64_t mb = (n_in >= 8192 ? g_ring_mb : g_ring_narrow_mb).load(std::memory_order_relaxed);
+  return mb > 0 && bytes >= (mb << 20);
 }
 
 // Whether a one-token launch of t0 weights (with their partner) of n_steps steps per row reads
@@ -177,6 +179,8 @@ void SetGemvOptions(const GemvOptions& o) {
   g_groups_per_block.store(o.groups_per_block);
   g_split_stages.store(o.split_stages);
   g_direct.store(o.quant_direct);
+  g_ring_mb.store(o.quant_ring_mb);
+  g_ring_narrow_mb.store(o.quant_ring_narrow_mb);
   gemv::SetFloatGemvOptions(o);
 }
 

@@ -126,6 +126,11 @@ struct GemvOptions {
   // One-token float launches of at most this many MiB of weights through the shared-memory ring
   // kernel (gemv_float_ring.cu) where it applies (0: none; HERD_CUDA_FLOAT_RING_MB).
   int64_t float_ring_max_mb = 16;
+  // One-token quantized launches of at least this many MiB of weights through GemvQuantRing, for
+  // rows of >= 8192 values / shorter rows (0: none; HERD_CUDA_RING_GEMV_MB / _NARROW_MB; RingFor
+  // in matmul_gemv.cu has the measurements).
+  int64_t quant_ring_mb = 16;
+  int64_t quant_ring_narrow_mb = 32;
 };
 bool GemvProgrammaticLaunch();
 void SetGemvOptions(const GemvOptions& options);
