@@ -67,11 +67,12 @@ std::atomic<int> g_direct{EnvIntOr("HERD_CUDA_GEMV_DIRECT", -1)};
 // copies into a shared-memory ring): >= HERD_CUDA_RING_GEMV_MB (16) MiB of rows of >= 8192
 // values, or >= HERD_CUDA_RING_GEMV_NARROW_MB (32) MiB of shorter rows; 0 turns either off
 // (GemvOptions::quant_ring_mb / quant_ring_narrow_mb).
-// H200 tg128 (bench/results/cuda-session31-2026-11-28.md): it wins on the lm_heads (1B Q6_K
-// 70.2 -> 58.2 us, 8B 128.6 -> 110.4 us), the 8B down projections and 1B Q8_0's down (17 MiB);
-// it loses on the O projections (8B Q4_K 9 MiB 4.42 -> 4.75 us; 8B Q8_0 17 MiB: faster alone,
-// 6.58 -> 6.34 us, but tg128 428.7 -> 423.6) and 1B Q4_K / Q6_K down (9 / 13 MiB). No launch of
-// shorter rows between 17 and 80 MiB was measured.
+// H200 (bench/results/cuda-session31-2026-11-28.md; herd_cuda_gemv_norm_bench --ring 1, then
+// tg128): it wins on the lm_heads (1B Q6_K 70.2 -> 58.6 us, 8B 132.0 -> 103.9 us), the 8B down
+// projections (Q4_K 11.4 -> 11.2 us, Q6_K 17.6 -> 17.0) and 1B Q8_0's down (17 MiB, 6.70 ->
+// 6.38); it loses on the O projections (8B Q4_K 9 MiB 4.38 -> 4.69 us; 8B Q8_0 17 MiB: faster
+// alone, 6.54 -> 6.35 us, but tg128 428.7 -> 423.6 tok/s) and on 1B Q4_K / Q6_K down (9 / 13
+// MiB; Q4_K 4.54 -> 4.80 us). No launch of shorter rows between 17 and 80 MiB was measured.
 std::atomic<int64_t> g_ring_mb{EnvIntOr("HERD_CUDA_RING_GEMV_MB", 16)};
 std::atomic<int64_t> g_ring_narrow_mb{EnvIntOr("HERD_CUDA_RING_GEMV_NARROW_MB", 32)};
 bool RingFor(int64_t bytes, int64_t n_in) {
