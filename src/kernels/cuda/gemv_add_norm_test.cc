@@ -193,8 +193,8 @@ TEST(GemvQuantRingTest, MatchesGemvQuantOnLongRowsAndManyRows) {
     int64_t rows, n_in;
   };
   const Case cases[] = {
-      {DType::kQ4_K, 512, 14336}, {DType::kQ4_K, 300, 8448},    // 8448: a partial last step
-      {DType::kQ6_K, 400, 10240}, {DType::kQ8_0, 2048, 8192},   // (Q6_K rows: 16-byte multiples)
+      {DType::kQ4_K, 512, 14336},  {DType::kQ4_K, 300, 8448},   // 8448: a partial last step
+      {DType::kQ6_K, 400, 10240},  {DType::kQ8_0, 2048, 8192},  // (Q6_K rows: 16-byte multiples)
       {DType::kQ6_K, 20000, 2048}, {DType::kQ5_K, 7000, 4096},  // 20000: 152 rows a CTA on 132 SMs
   };
   for (const Case& c : cases) {

@@ -49,7 +49,7 @@ int Run(int reps, bool hot, const std::string& only, bool ring) {
       {"8b o", 4096, {{DType::kQ4_K, 4096}}},         {"8b down", 14336, {{DType::kQ4_K, 4096}}},
       {"8b down q6", 14336, {{DType::kQ6_K, 4096}}},  {"8b lm_head", 4096, {{DType::kQ6_K, 128256}}},
       {"1b o", 2048, {{DType::kQ4_K, 2048}}},         {"1b down", 8192, {{DType::kQ4_K, 2048}}},
-      {"1b lm_head", 2048, {{DType::kQ6_K, 128256}}},  {"8b o q8", 4096, {{DType::kQ8_0, 4096}}},
+      {"1b lm_head", 2048, {{DType::kQ6_K, 128256}}}, {"8b o q8", 4096, {{DType::kQ8_0, 4096}}},
       {"8b down q8", 14336, {{DType::kQ8_0, 4096}}},  {"1b o q8", 2048, {{DType::kQ8_0, 2048}}},
       {"1b down q8", 8192, {{DType::kQ8_0, 2048}}},
   };
