@@ -41,6 +41,9 @@
 // sum them per row at the end (kLane), instead of a 5-shuffle reduction per item: tg128 on H200
 // (session 30) 1B Q4_K_M 2,181 -> 2,201, Q6_K 1,776 -> 1,791, Q5_K_M 2,013 -> 2,023. Wider rows
 // keep the shuffles: the partials' shared memory would cost 8B a ring stage (-1.2% measured).
+// The same kernel without the norm (kQuantIn instances) is GemvQuantRing: an already quantized
+// row, each consumer warp loading its step of it from global memory; the backend sends it the
+// large one-token launches (the lm_heads, 8B's down projections: RingFor in matmul_gemv.cu).
 // Switches (read once): HERD_CUDA_NORM_GEMV_WARPS (consumer warps), _ITEMS (items per warp in a
 // chunk), _STAGES (ring depth), each also per launch width (TuningFor). They are wishes:
 // PlanAddNormRing (gemv_add_norm_plan.h) drops stages, then items, where 200 KB do not hold them.
@@ -54,6 +57,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemv_add_norm_kernel.cuh"
 #include "kernels/cuda/gemv_add_norm_plan.h"
+#include "kernels/quants.h"
 
 namespace herd::cuda::internal::gemv {
 namespace {
@@ -234,7 +238,7 @@ bool GemvQuantRing(std::span<const TensorView> ws, std::span<float* const> ys, c
   DType t1;
   if (!MakeArgs(ws, ys, &a, &t1)) return false;
   const DType t0 = ws[0].type;
-  if (x.format != (t0 == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K)) return false;
+  if (x.format != ref::VecDotType(t0)) return false;
   a.x = x;
   AddNormArgs na{};
   // The producer: bulk copies unless HERD_CUDA_RING_GEMV_BULK=0 (no norm whose shared-memory work

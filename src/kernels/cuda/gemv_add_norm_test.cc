@@ -206,9 +206,8 @@ TEST(GemvQuantRingTest, MatchesGemvQuantOnLongRowsAndManyRows) {
     const auto hx = RandomNormal(static_cast<size_t>(c.n_in), 91);
     HERD_CUDA_CHECK(cudaMemcpy(x.p, hx.data(), 4 * c.n_in, cudaMemcpyHostToDevice));
     const TensorView w = TensorView::Matrix(c.type, c.rows, c.n_in, wd.p);
-    const DType act = c.type == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K;
     const internal::QuantizedActivations qa =
-        internal::QuantizeActivations(act, static_cast<float*>(x.p), 1, c.n_in, q.p, nullptr);
+        internal::QuantizeActivations(ref::VecDotType(c.type), static_cast<float*>(x.p), 1, c.n_in, q.p, nullptr);
     float* const ys1[] = {static_cast<float*>(y1.p)};
     float* const ys2[] = {static_cast<float*>(y2.p)};
     internal::SetGemvOptions(no_ring);

@@ -24,6 +24,7 @@
 #include "kernels/cuda/bench_graph.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/matmul_internal.h"
+#include "kernels/quants.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
 
@@ -119,12 +120,9 @@ int Run(int reps, bool hot, const std::string& only, bool ring) {
     };
     const std::vector<float*> ysa = ys_of(ya), ysb = ys_of(yb);
     const float eps = 1e-5f;
-    // --ring: one activation row x0, quantized once (Q8_0 for Q8_0 weights, else Q8_K).
+    // --ring: one activation row x0, quantized once in the weights' activation format.
     internal::QuantizedActivations q_ring;
-    if (ring) {
-      const DType format = s.outs[0].first == DType::kQ8_0 ? DType::kQ8_0 : DType::kQ8_K;
-      q_ring = internal::QuantizeActivations(format, x0, 1, s.n_in, qbuf, stream);
-    }
+    if (ring) q_ring = internal::QuantizeActivations(ref::VecDotType(s.outs[0].first), x0, 1, s.n_in, qbuf, stream);
     auto separate = [&](int c, float* y_out) {
       if (ring) {
         internal::GemvQuant(views[c], ys_of(y_out), q_ring, 1, stream);
@@ -182,8 +180,7 @@ int Run(int reps, bool hot, const std::string& only, bool ring) {
       HERD_CUDA_CHECK(cudaGraphExecDestroy(exec));
       HERD_CUDA_CHECK(cudaGraphDestroy(graph));
     }
-    std::printf("%-11s %12.2f %12.2f %10.2e %10.2e   (max|y| %.3g)\n", s.name, med[0], med[1], dy, ring ? 0.f : dxm,
-                ymax);
+    std::printf("%-11s %12.2f %12.2f %10.2e %10.2e   (max|y| %.3g)\n", s.name, med[0], med[1], dy, dxm, ymax);
     for (void* p : ws) HERD_CUDA_CHECK(cudaFree(p));
     for (void* p : {static_cast<void*>(x), static_cast<void*>(x0), static_cast<void*>(dx), static_cast<void*>(w),
                     static_cast<void*>(out), static_cast<void*>(xo), static_cast<void*>(ya), static_cast<void*>(yb),
