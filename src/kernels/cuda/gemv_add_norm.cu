@@ -96,7 +96,7 @@ Tuning TuningFor(size_t n_weights) {
 
 // The ring shape of GemvQuantRing launches: HERD_CUDA_RING_GEMV_{WARPS,STAGES,ITEMS} (16, 3, 3;
 // at most 16 consumer warps, kRingMaxThreads). H200 1B Q4_K_M tg128 with the lm_head in the ring:
-// 2 or 4 stages, 4 items, 12 warps within 0.2%; 2 items -0.7%; EARLY=2 -0.4%; BULK=0 -3%.
+// 2 or 4 stages, 4 items, 12 warps within 0.2%; 2 items -0.6%; EARLY=2 -0.4%; BULK=0 -3%.
 Tuning RingTuning() {
   static const Tuning t{std::clamp(EnvInt("HERD_CUDA_RING_GEMV_WARPS", 16), 1, kRingMaxThreads / 32 - 1),
                         std::clamp(EnvInt("HERD_CUDA_RING_GEMV_STAGES", 3), 2, kMaxStages),
