@@ -5,9 +5,11 @@
 # TMA or distributed-shared-memory traffic (cluster merges rest on the tests' oracles).
 #   bench/cuda/sanitize.sh BINARY [GTEST_FILTER] [TOOLS]
 # e.g. bench/cuda/sanitize.sh herd_cuda_attention_test '*F16*:*Rope*' "memcheck racecheck"
-# EXCLUDE=kns=nvjet skips kernels whose names contain "nvjet" (cuBLAS's own, whose TMA traffic
-# racecheck reports as hazards: 68 reports in fused_input_test's hinted tests, 2026-11-26);
-# passed as --kernel-name-exclude (not yet run on the device with it).
+# racecheck reports hazards inside cuBLAS's own nvjet_* kernels (their TMA traffic, which it does
+# not model); the summary line counts the reports outside them separately ("herd: N"). Do not
+# exclude those kernels with --kernel-name-exclude kns=nvjet: with it, racecheck 2025.3 fails
+# ("Internal Sanitizer Error: failed to handle a hardware exception", then an illegal address in
+# the next herd kernel), seen on the H200 2026-11-28.
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
 OUT="${OUT:-/tmp/out}"
@@ -20,10 +22,11 @@ status=0
 for tool in ${3:-memcheck racecheck synccheck}; do
   log="$OUT/sanitize/$bin-$tool.log"
   t0=$SECONDS
-  HERD_CUDA_TEST_QUICK=1 HERD_TEST_DEVICE=cuda "$CS" --tool "$tool" ${EXCLUDE:+--kernel-name-exclude "$EXCLUDE"} \
-    "$DEV/$bin" --gtest_filter="$filter" >"$log" 2>&1
+  HERD_CUDA_TEST_QUICK=1 HERD_TEST_DEVICE=cuda "$CS" --tool "$tool" "$DEV/$bin" --gtest_filter="$filter" >"$log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && status=1
-  echo "$bin $tool: rc=$rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1) $(grep -E "^\[  (PASSED|FAILED) " "$log" | head -1) ($((SECONDS - t0)) s)"
+  herd=""
+  [ "$tool" = racecheck ] && herd="herd: $(grep -E "Race reported between" "$log" | grep -vc "at nvjet_") reports outside cuBLAS"
+  echo "$bin $tool: rc=$rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1) $herd $(grep -E "^\[  (PASSED|FAILED) " "$log" | head -1) ($((SECONDS - t0)) s)"
 done
 exit $status

@@ -244,6 +244,11 @@ class CudaAttentionTest : public CudaBackendTest {
     warm.k = Upload(Download(static_cast<const uint8_t*>(cache.k), cache_bytes));
     warm.v = Upload(Download(static_cast<const uint8_t*>(cache.v), cache_bytes));
     float *wq = Upload(Download(q, nq)), *wk = Upload(Download(k, nk)), *wout = Poisoned<float>(nq);
+    // Uploads of up to HostCopies' direct-copy size are queued on the backend's stream, which
+    // `stream` (non-blocking) does not wait for: without this the eager run could read q / k before
+    // they land, and the NaN poison could land after its output (seen under racecheck, which slows
+    // the kernels enough: wout all NaN, 2026-11-28).
+    backend_->Synchronize();
     cudaStream_t stream;
     HERD_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     AttentionScratch scratch;
