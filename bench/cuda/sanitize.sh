@@ -4,6 +4,8 @@
 # tool; full logs in $OUT/sanitize/. racecheck instruments threads' shared-memory accesses, not
 # TMA or distributed-shared-memory traffic (cluster merges rest on the tests' oracles).
 #   bench/cuda/sanitize.sh BINARY [GTEST_FILTER] [TOOLS]
+# TAG=NAME names the run in the log file ($BINARY-$TAG-$TOOL.log) and the summary line, for
+# several runs of one binary with different filters at once (sanitize_all.sh's parts).
 # e.g. bench/cuda/sanitize.sh herd_cuda_attention_test '*F16*:*Rope*' "memcheck racecheck"
 # racecheck reports hazards inside cuBLAS's own nvjet_* kernels (their TMA traffic, which it does
 # not model); the summary line counts the reports outside them separately ("herd: N"). Do not
@@ -20,13 +22,13 @@ bin="$1"
 filter="${2:-*}"
 status=0
 for tool in ${3:-memcheck racecheck synccheck}; do
-  log="$OUT/sanitize/$bin-$tool.log"
+  log="$OUT/sanitize/$bin${TAG:+-$TAG}-$tool.log"
   t0=$SECONDS
   HERD_CUDA_TEST_QUICK=1 HERD_TEST_DEVICE=cuda "$CS" --tool "$tool" "$DEV/$bin" --gtest_filter="$filter" >"$log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && status=1
   herd=""
   [ "$tool" = racecheck ] && herd="herd: $(grep -E "Race reported between" "$log" | grep -vc "at nvjet_") reports outside cuBLAS"
-  echo "$bin $tool: rc=$rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1) $herd $(grep -E "^\[  (PASSED|FAILED) " "$log" | head -1) ($((SECONDS - t0)) s)"
+  echo "$bin${TAG:+ [$TAG]} $tool: rc=$rc $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1) $herd $(grep -E "^\[  (PASSED|FAILED) " "$log" | head -1) ($((SECONDS - t0)) s)"
 done
 exit $status
