@@ -118,17 +118,23 @@ __global__ void __launch_bounds__(kQuantIn ? kRingMaxThreads : 1024)
     if (T0 != T1 && !t1) bound = min(bound, a.t1_row0);
     n = min(na.rows, bound - r);
   };
+  // The producer's chunk at row r: its rows (n), their row bytes (rb) and where they start.
+  const auto chunk_src = [&](int r, int& n, int64_t& rb) {
+    int seg;
+    bool t1;
+    chunk_at(r, seg, t1, n);
+    rb = t1 ? a.row_bytes1 : a.row_bytes;
+    return a.segs.w[seg] + static_cast<int64_t>(r - a.segs.row0[seg]) * rb;
+  };
 
   if (warp == consumers && na.bulk) {  // the producer warp's lane 0, by the TMA unit
     if (lane != 0) return;
     int s = 0;
     uint32_t parity = 0;
     for (int r = r_begin, k = 0; r < r_end; ++k) {
-      int seg, n;
-      bool t1;
-      chunk_at(r, seg, t1, n);
-      const int64_t rb = t1 ? a.row_bytes1 : a.row_bytes;
-      const uint8_t* src = a.segs.w[seg] + static_cast<int64_t>(r - a.segs.row0[seg]) * rb;
+      int n;
+      int64_t rb;
+      const uint8_t* src = chunk_src(r, n, rb);
       if (k == na.bulk_early) PdlWait();
       if (k >= n_stages) MbarWait(SmemAddr(&empty[s]), parity ^ 1u);
       const uint32_t bytes = static_cast<uint32_t>(n * rb);  // rows are 16-byte multiples (checked on the host)
@@ -146,11 +152,9 @@ __global__ void __launch_bounds__(kQuantIn ? kRingMaxThreads : 1024)
   }
   if (warp == consumers) {  // the producer warp
     for (int r = r_begin, k = 0; r < r_end; ++k) {
-      int seg, n;
-      bool t1;
-      chunk_at(r, seg, t1, n);
-      const int64_t rb = t1 ? a.row_bytes1 : a.row_bytes;
-      const uint8_t* src = a.segs.w[seg] + static_cast<int64_t>(r - a.segs.row0[seg]) * rb;
+      int n;
+      int64_t rb;
+      const uint8_t* src = chunk_src(r, n, rb);
       const int s = k % n_stages;
       if (k >= n_stages) MbarWait(SmemAddr(&empty[s]), static_cast<uint32_t>(k / n_stages - 1) & 1u);
       uint8_t* dst = ring + s * na.stage_bytes;
