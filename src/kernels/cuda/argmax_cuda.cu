@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/argmax_cuda.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/launch_pdl.cuh"
 
 namespace herd::cuda {
@@ -96,6 +97,7 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x == 0) ids[blockIdx.y] = block_best.i;
     return;
   }
+#if __CUDA_ARCH__ >= 900
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();  // every block's block_best is written
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -104,6 +106,9 @@ __global__ void __launch_bounds__(kThreads)
     ids[blockIdx.y] = b.i;
   }
   cluster.sync();  // rank 0 has read them before any block exits
+#else
+  __trap();  // no clusters before sm_90: the host launches one block per row there
+#endif
 }
 
 __global__ void ResolveFedBackIdsKernel(int32_t* __restrict__ ids, int64_t n, const int32_t* __restrict__ prev) {
@@ -125,7 +130,7 @@ void ArgMaxRows(const float* x, int64_t n_rows, int64_t n_cols, int32_t* ids, cu
   const bool vec4 = reinterpret_cast<uintptr_t>(x) % 16 == 0 && n_cols % 4 == 0;
   // Few rows: a cluster of kClusterBlocks blocks per row, so more than one SM's loads are in
   // flight (8B vocabulary, one row: 18 us with one 512-thread block of scalar loads).
-  const int per_row = n_rows <= kClusterRows && n_cols >= kClusterBlocks * 4096 ? kClusterBlocks : 1;
+  const int per_row = n_rows <= kClusterRows && n_cols >= kClusterBlocks * 4096 && Sm90PlusCode() ? kClusterBlocks : 1;
   const int64_t chunk = ((n_cols + per_row - 1) / per_row + 3) & ~int64_t{3};
   constexpr int64_t kMaxGridY = 65535;  // rows per launch
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxGridY) {

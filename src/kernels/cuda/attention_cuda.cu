@@ -17,6 +17,7 @@
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/attention_internal.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/rope_cuda.cuh"
@@ -216,7 +217,9 @@ void LaunchSmall(const KvLayerView& c, const AttentionBatch& b, const float* q, 
                  DType format, void* buffer, internal::QuantizedActivations* activations) {
   attn::Params p = BaseParams(c, b, q, n_heads, scale, out, out_half, out_bf16);
   const SmallDecodePolicy sp = CurrentSmallDecodePolicy();
-  p.s_max = attn::SmallDecodeSplits(sp, num_sms, b.n_tokens, c.n_kv_heads, b.max_context);
+  // Its splits merge inside a thread-block cluster: one split (the whole context, at most the
+  // policy's max_context) on code without clusters.
+  p.s_max = Sm90PlusCode() ? attn::SmallDecodeSplits(sp, num_sms, b.n_tokens, c.n_kv_heads, b.max_context) : 1;
   SetUpRope(&p, c, b, n_heads, rope, stream);
   attn::LaunchSmallDecode(p, sp.min_split, format, buffer, activations, stream);
 }

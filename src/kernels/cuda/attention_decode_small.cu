@@ -44,6 +44,7 @@
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_rope.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/quant_act.cuh"
 #include "kernels/cuda/rope_cuda.cuh"
@@ -271,6 +272,7 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
     }
   }
   if (merge) {
+#if __CUDA_ARCH__ >= 900
     // Split merge through distributed shared memory: rank 0 (split 0) weighs the ns partials.
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();  // every split's pv / pml written
@@ -303,6 +305,9 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
     }
     cluster.sync();  // rank 0 has read every partial before any CTA exits
     if (split != 0) return;
+#else
+    __trap();  // no clusters before sm_90: LaunchSmallDecode runs one split there
+#endif
   }
   const int64_t row = static_cast<int64_t>(t) * p.n_heads + h0 + g;  // output row (token, head)
   if (mine) {
@@ -348,6 +353,7 @@ void LaunchSmallDecode(const Params& p, int32_t min_split, DType format, void* b
                        internal::QuantizedActivations* activations, cudaStream_t stream) {
   HERD_CHECK(SmallDecodeShapeApplies(p.head_dim, p.group) && p.s_max >= 1 && p.s_max <= kMaxCluster &&
              min_split >= 16 && min_split % 16 == 0);
+  HERD_CHECK_MSG(p.s_max == 1 || Sm90PlusCode(), "split small decode needs thread-block clusters (sm_90 code)");
   SmallDecodeArgs a{p, {}, min_split};
   if (format != DType::kF32) {
     HERD_CHECK((p.group * p.head_dim) % 256 == 0 && buffer != nullptr && activations != nullptr);

@@ -441,8 +441,8 @@ Result<std::unique_ptr<Backend>> MakeCudaBackend(int device_index) {
     cudaGetLastError();
     return Internal("cuda:" + std::to_string(device_index) +
                     (prop.name[0] != 0 ? " (" + std::string(prop.name) + ")" : "") + ": " + cudaGetErrorString(err) +
-                    (err == cudaErrorNoKernelImageForDevice ? " (herd's CUDA code targets compute capability 9.0+; set "
-                                                              "HERD_CUDA_ARCHS for this GPU)"
+                    (err == cudaErrorNoKernelImageForDevice ? " (herd's CUDA code targets compute capability 8.0+ by "
+                                                              "default; set HERD_CUDA_ARCHS for this GPU)"
                                                             : ""));
   }
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device_index, prop.multiProcessorCount, stream));

@@ -20,15 +20,27 @@
 #include <cstdint>
 #include <utility>
 
+#include "base/check.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arch.h"
 
 namespace herd::cuda {
 
 // HERD_CUDA_PDL != "0" (read once).
 bool PdlEnabled();
 
-__device__ __forceinline__ void PdlWait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-__device__ __forceinline__ void PdlTrigger() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+// Code compiled for GPUs before sm_90 (a build's compute_80 PTX) has no PDL: both are no-ops
+// there, and the host never launches such code with the attribute (PdlEnabled).
+__device__ __forceinline__ void PdlWait() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void PdlTrigger() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 
 // kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream serialization when
 // `pdl` is true, in thread-block clusters of `cluster` CTAs when that is not 1 x 1 x 1 (the grid
@@ -43,7 +55,9 @@ void LaunchPdlClustered(bool pdl, dim3 cluster, void (*kernel)(KArgs...), dim3 g
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
   unsigned n = 0;
-  if (pdl) {
+  const bool sm90 = Sm90PlusCode();  // code without griddepcontrol must not overlap its predecessor
+  HERD_CHECK_MSG(sm90 || cluster.x * cluster.y * cluster.z == 1, "thread-block clusters need sm_90 code");
+  if (pdl && sm90) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n++].val.programmaticStreamSerializationAllowed = 1;
   }
@@ -76,13 +90,17 @@ void LaunchPdl(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cud
 // it on every one (`raised`: the caller's per-kernel record, bit d for device d; devices past 63
 // share bits with lower ones and then may miss the call: fine while all GPUs of a process are
 // alike, as the GEMV launch helpers assume too).
+// At most to the device's limit (MaxDynamicSmem): a launch asking for more then fails (the
+// callers choose kernels that fit; the limits of some depend on the launch, e.g. head_dim).
 template <typename... KArgs>
 void RaiseDynamicSmem(void (*kernel)(KArgs...), int bytes, std::atomic<uint64_t>& raised) {
   int dev = 0;
   HERD_CUDA_CHECK(cudaGetDevice(&dev));
   const uint64_t bit = uint64_t{1} << (dev & 63);
   if ((raised.load(std::memory_order_relaxed) & bit) != 0) return;
-  HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  const int limit = MaxDynamicSmem();
+  HERD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       limit > 0 && bytes > limit ? limit : bytes));
   raised.fetch_or(bit);
 }
 

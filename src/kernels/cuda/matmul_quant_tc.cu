@@ -379,9 +379,9 @@ void Launch(const QtcArgs& a, int tok_tiles, int tiles, cudaStream_t stream) {
 }  // namespace
 
 bool GemmQuantTcSupports(const TensorView& w) {
-  bool quant = false;
-  DispatchQuant(w.type, [&]<DType T>() { quant = true; });
-  return quant && w.cols() % kStep == 0 && w.row_bytes() % 16 == 0 && (reinterpret_cast<uintptr_t>(w.data) & 15) == 0 &&
+  bool fits = false;  // a quantized type whose tiles fit the device's shared memory (not Ada's 99 KB)
+  DispatchQuant(w.type, [&]<DType T>() { fits = SmemBytes<T>() <= static_cast<size_t>(MaxDynamicSmem()); });
+  return fits && w.cols() % kStep == 0 && w.row_bytes() % 16 == 0 && (reinterpret_cast<uintptr_t>(w.data) & 15) == 0 &&
          w.cols() < INT_MAX / 2 && w.rows() < INT_MAX / 2;
 }
 

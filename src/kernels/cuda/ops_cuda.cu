@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/launch_pdl.cuh"
 #include "kernels/cuda/ops_cuda.h"
 #include "kernels/cuda/rope_cuda.cuh"
@@ -208,12 +209,17 @@ bool PdlEnabled() {
     const char* e = std::getenv("HERD_CUDA_PDL");
     return e == nullptr || std::strcmp(e, "0") != 0;
   }();
-  return enabled;
+  return enabled && Sm90PlusCode();
 }
 
-cudaError_t ProbeKernels() {
+cudaError_t ProbeKernels(int* code_cc) {
   cudaFuncAttributes attr{};
-  return cudaFuncGetAttributes(&attr, AddScalar);
+  const cudaError_t err = cudaFuncGetAttributes(&attr, AddScalar);
+  // ptxVersion: the virtual architecture the kernel was compiled from (90 for the build's sm_90a
+  // machine code, 80 for its compute_80 PTX compiled by the driver). Every translation unit is
+  // built for the same targets, so the runtime makes the same choice for all of them.
+  if (code_cc != nullptr) *code_cc = err == cudaSuccess ? attr.ptxVersion : 0;
+  return err;
 }
 
 void RmsNorm(const float* x, const float* weight, float eps, int64_t n_rows, int64_t n_cols, float* out,

@@ -38,7 +38,8 @@ void Add(float* x, const float* y, int64_t n, cudaStream_t stream);
 void GatherRows(const float* x, const int32_t* rows, int64_t n, int64_t n_cols, float* out, cudaStream_t stream);
 
 // cudaSuccess when this binary holds code the current GPU can run (cudaErrorNoKernelImageForDevice
-// on a GPU older than the build's targets). Launches nothing.
-cudaError_t ProbeKernels();
+// on a GPU older than the build's targets). Launches nothing. `code_cc` (if not null): the
+// architecture the loaded code was compiled for, as major * 10 + minor (device_arch.h).
+cudaError_t ProbeKernels(int* code_cc = nullptr);
 
 }  // namespace herd::cuda

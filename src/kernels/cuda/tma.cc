@@ -6,8 +6,6 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
-
 namespace herd::cuda {
 namespace {
 
@@ -48,26 +46,6 @@ Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return Internal(StrFormat("cuTensorMapEncodeTiled failed (CUresult %d)", static_cast<int>(r)));
   return Status::Ok();
-}
-
-bool DeviceIsSm90() {
-  // Per device (a process may drive GPUs of different generations): 0 unknown, 1 no, 2 yes.
-  static std::atomic<int> known[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return false;
-  }
-  int v = known[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int major = 0, minor = 0;
-    const bool queried = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-                         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess;
-    if (!queried) cudaGetLastError();
-    v = queried && major == 9 && minor == 0 ? 2 : 1;
-    known[dev].store(v, std::memory_order_relaxed);
-  }
-  return v == 2;
 }
 
 bool TensorMapsUsable() { return DeviceIsSm90() && EncodeFunction() != nullptr; }

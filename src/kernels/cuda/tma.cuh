@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "base/status.h"
+#include "kernels/cuda/device_arch.h"
 
 namespace herd::cuda {
 
@@ -21,10 +22,7 @@ namespace herd::cuda {
 Status EncodeTensorMap2d(CUtensorMap* map, const void* base, bool bf16, uint64_t rows, uint64_t cols,
                          uint64_t row_bytes, uint32_t box_rows);
 
-// The current device is an sm_90 GPU (compute capability 9.0: where herd's sm_90a kernels run).
-// Checked once per device.
-bool DeviceIsSm90();
-// ... and the driver encodes tensor maps.
+// DeviceIsSm90() (device_arch.h) and the driver encodes tensor maps.
 bool TensorMapsUsable();
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
