@@ -36,6 +36,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/deferred_ops.h"
 #include "kernels/cuda/dequantize_cuda.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/diag_skip.h"
 #include "kernels/cuda/draw_cuda.h"
 #include "kernels/cuda/gemm_split_k.h"
@@ -435,6 +436,7 @@ Result<std::unique_ptr<Backend>> MakeCudaBackend(int device_index) {
   cudaDeviceProp prop{};
   if (err == cudaSuccess) err = cudaGetDeviceProperties(&prop, device_index);
   if (err == cudaSuccess) err = ProbeKernels();  // is there code for this GPU in the binary?
+  if (err == cudaSuccess) DeviceCc();            // device_arch.h's answers, cached before any stream capture
   cudaStream_t stream = nullptr;
   if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (err != cudaSuccess) {

@@ -17,6 +17,7 @@
 
 #include "base/fp16.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/matmul_cuda.h"
 #include "kernels/cuda/matmul_internal.h"
 #include "kernels/quants.h"
@@ -99,11 +100,8 @@ TEST(GemmQuantTcTest, RepeatedRunsAreBitIdentical) {
 TEST(GemmHalfTcTest, AvailableOnHopper) {
   std::string why;
   if (!DeviceAvailable(&why)) GTEST_SKIP() << why;
-  int dev = 0, major = 0, minor = 0;
-  HERD_CUDA_CHECK(cudaGetDevice(&dev));
-  HERD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  HERD_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major != 9 || minor != 0) GTEST_SKIP() << "not an sm_90 GPU";
+  if (DeviceCc() != 90) GTEST_SKIP() << "not an sm_90 GPU";
+  if (CodeCc() < 90) GTEST_SKIP() << "this build's sm_90 code is not loaded (compute_80 only)";
   EXPECT_TRUE(internal::GemmHalfTcAvailable());
   std::vector<uint16_t> w(64 * 8);
   const TensorView view = TensorView::Matrix(DType::kF16, 8, 64, w.data());
