@@ -1,7 +1,7 @@
 # CudaBackend part (memory, element-wise ops, StoreKv / PagedAttention): GPU tests and the decode
 # attention benchmark.
 #   build/bin/herd_cuda_attention_bench [--kv f16,q8_0,f32] [--quick]
-herd_cuda_test(herd_cuda_backend_test SOURCES cuda_backend_test.cc backend_switches_test.cc device_arch_test.cc)
+herd_cuda_test(herd_cuda_backend_test SOURCES cuda_backend_test.cc backend_switches_test.cc device_arch_test.cu)
 herd_cuda_test(herd_cuda_attention_test SOURCES attention_cuda_test.cc attention_decode_fused_test.cc)
 # The split count per item (attn::SplitsPerItem), on the host.
 herd_cuda_test(herd_cuda_attention_split_test SOURCES attention_split_test.cc)
