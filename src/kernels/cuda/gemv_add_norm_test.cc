@@ -74,6 +74,7 @@ std::vector<float> HostAddNorm(const std::vector<float>& x, const std::vector<fl
 TEST(GemvAddNormKernelTest, MatchesNormKernelThenGemv) {
   std::string why;
   if (!DeviceAvailable(&why)) GTEST_SKIP() << "no GPU: " << why;
+  if (!DeviceIsSm90()) GTEST_SKIP() << "GemvQuantAddNorm and GemvQuantRing run on sm_90 code only";
   struct Case {
     std::vector<DType> types;
     std::vector<int64_t> rows;
