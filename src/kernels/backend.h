@@ -67,6 +67,15 @@ class Backend {
     return false;
   }
 
+  // Whether this backend's attention runs over a KV cache of `type` with `head_dim` (checked when
+  // a cache is created, so a model that cannot run is refused before it serves). OK on host
+  // backends; a GPU backend declines shapes whose kernels exceed its shared memory.
+  virtual Status CheckKvCache(DType type, int32_t head_dim) const {
+    (void)type;
+    (void)head_dim;
+    return Status::Ok();
+  }
+
   // --- graphs (device backends; the host backends run every op as called) ---
   // Ops queued between BeginGraph(key) and EndGraph() may be recorded once per key and replayed
   // on later calls with the same key, in which case the op calls in between are skipped. The

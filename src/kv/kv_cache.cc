@@ -33,6 +33,7 @@ Result<std::unique_ptr<KvCache>> KvCache::Create(Backend* backend, const KvCache
                   "this model has head_dim %d (use --kv-type f16)",
                   kQK8_0, c.head_dim));
   }
+  HERD_RETURN_IF_ERROR(backend->CheckKvCache(c.type, c.head_dim));
   std::unique_ptr<KvCache> cache(new KvCache(backend, c));
   const size_t layer_bytes = c.LayerBlockBytes() * static_cast<size_t>(c.n_blocks);
   for (int32_t i = 0; i < c.n_layer; ++i) {

@@ -16,6 +16,7 @@
 #include "base/check.h"
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/attention_internal.h"
+#include "kernels/cuda/attention_simt_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_arch.h"
 #include "kernels/cuda/diag_skip.h"
@@ -134,6 +135,19 @@ bool RopeFusesIntoAttention(const KvLayerView& c, const AttentionBatch& b, int32
                     (group + attn::kItemRows - 1) / attn::kItemRows == 1 && c.type != DType::kQ8_0 &&
                     (c.head_dim == 64 || c.head_dim == 128);
   return (simt || DecodeUsesSmallKernel(c, b, n_heads)) && RopeFusionEnabled();
+}
+
+size_t AttentionSmemBytes(DType type, int32_t head_dim) {
+  const attn::KvKind kind =
+      type == DType::kF16 ? attn::KvKind::kF16 : (type == DType::kF32 ? attn::KvKind::kF32 : attn::KvKind::kQ8_0);
+  const int vec = static_cast<int>(KvVectorBytes(type, head_dim));
+  size_t bytes = attn::SmemBytes(kind, vec, head_dim, attn::kItemRows);  // the decode and prefill maximum
+  if (kind == attn::KvKind::kF16) bytes = std::max(bytes, attn::MmaSmemBytes(vec, head_dim, attn::kItemRows));
+  return bytes;
+}
+
+bool AttentionFitsDevice(DType type, int32_t head_dim) {
+  return AttentionSmemBytes(type, head_dim) <= static_cast<size_t>(MaxDynamicSmem());
 }
 
 namespace {

@@ -68,6 +68,12 @@ struct RopeStoreArgs {
   int64_t v_stride = 0;
 };
 
+// Shared memory per block that the attention kernels for a `type` cache of `head_dim` need at
+// most (decode and prefill, 16 query rows), and whether that fits this device (MaxDynamicSmem):
+// false e.g. for an F32 cache of head_dim 128 or an F16 cache of head_dim 256 on a 99 KB GPU.
+size_t AttentionSmemBytes(DType type, int32_t head_dim);
+bool AttentionFitsDevice(DType type, int32_t head_dim);
+
 // Whether PagedAttention(cache, batch, .., n_heads, .., rope) runs the RoPE + K/V store inside
 // its decode kernel (else as RopeStoreKv before it, which needs dense q / k / v).
 bool RopeFusesIntoAttention(const KvLayerView& cache, const AttentionBatch& batch, int32_t n_heads);

@@ -47,6 +47,11 @@ using attention_test::SeqSpec;
 void Sweep(CudaAttentionTest* t, DType type) {
   uint32_t seed = 1;
   for (int32_t hd : {64, 128}) {
+    if (!AttentionFitsDevice(type, hd)) {  // refused at KV cache creation (KvCacheShapesBeyondTheGpu below)
+      std::printf("skipping %s head_dim %d: %zu bytes of shared memory, over this GPU's %d\n",
+                  std::string(DTypeName(type)).c_str(), hd, AttentionSmemBytes(type, hd), MaxDynamicSmem());
+      continue;
+    }
     for (int32_t group : {1, 4, 8}) {
       for (int32_t bs : {16, 32}) {
         if (Quick() && (bs == 32 || group == 1 || (hd == 64 && group == 8))) continue;
@@ -114,6 +119,30 @@ TEST_F(CudaAttentionTest, F16SmallBatchKernelSplits) {
 }
 TEST_F(CudaAttentionTest, F32) { Sweep(this, DType::kF32); }
 TEST_F(CudaAttentionTest, Q8_0) { Sweep(this, DType::kQ8_0); }
+
+// The shared memory the attention kernels need (SmemBytes at 16 rows) decides which caches a GPU
+// runs; the backend refuses the others when the cache is created, naming the types that fit.
+TEST_F(CudaAttentionTest, KvCacheShapesBeyondTheGpu) {
+  // Figures from attention_internal.h's layout: 3 stages of 32 padded K and V rows, then floats.
+  EXPECT_EQ(AttentionSmemBytes(DType::kF32, 128), 118976u);
+  EXPECT_EQ(AttentionSmemBytes(DType::kF16, 128), 69824u);
+  EXPECT_EQ(AttentionSmemBytes(DType::kF16, 256), 127680u);
+  EXPECT_EQ(AttentionSmemBytes(DType::kQ8_0, 256), 79424u);
+  for (const DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+    for (const int32_t hd : {64, 128, 256}) {
+      SCOPED_TRACE(std::string(DTypeName(type)) + " hd" + std::to_string(hd));
+      const Status st = backend_->CheckKvCache(type, hd);
+      const bool fits = AttentionSmemBytes(type, hd) <= static_cast<size_t>(MaxDynamicSmem());
+      EXPECT_EQ(st.ok(), fits) << st.message();
+      if (!fits) {
+        EXPECT_NE(st.message().find("shared memory"), std::string::npos) << st.message();
+      }
+    }
+  }
+  if (MaxDynamicSmem() < 118976) {  // Ada-like (HERD_CUDA_SMEM_CAP=101376): f32 hd128 names f16 and q8_0
+    EXPECT_NE(backend_->CheckKvCache(DType::kF32, 128).message().find("use --kv-type f16 or q8_0"), std::string::npos);
+  }
+}
 
 // Query heads of one kv head split across CTAs (group > 16), and the generic head_dim kernel.
 TEST_F(CudaAttentionTest, LargeGroupsAndOtherHeadDims) {

@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kWarpsS * 32) SmallDecodeKernel(const SmallDec
   float* pv = reinterpret_cast<float*>(smem + 2 * kStageBytes<HD>);  // [G][HD] this split's output
   float2* pml = reinterpret_cast<float2*>(pv + kPvFloats<HD>);       // [G] its (max, sum)
   float* cs = reinterpret_cast<float*>(pml + kSmallMaxGroup);        // RoPE: [half] cos, [half] sin
-  float* wts = cs + HD;                                              // [G][kMaxCluster] merge weights
+  [[maybe_unused]] float* wts = cs + HD;  // [G][kMaxCluster] merge weights (the cluster merge; none below sm_90)
   const bool rope = p.rope_inv_freq != nullptr;
   if (rope && active) RopeAngles(p.rope_positions[t], p.rope_inv_freq, p.rope_half, cs);
 

@@ -68,6 +68,22 @@ class CudaBackend final : public CudaMemoryBackend {
 
   const char* name() const override { return "cuda"; }
 
+  Status CheckKvCache(DType type, int32_t head_dim) const override {
+    Bind();
+    if (AttentionFitsDevice(type, head_dim)) return Status::Ok();
+    std::string fits;  // the other cache types that would run
+    for (const DType t : {DType::kF16, DType::kQ8_0}) {
+      if (t == type || !AttentionFitsDevice(t, head_dim) || (t == DType::kQ8_0 && head_dim % 32 != 0)) continue;
+      fits += (fits.empty() ? " (use --kv-type " : " or ") + std::string(DTypeName(t));
+    }
+    if (!fits.empty()) fits += ")";
+    return InvalidArgument(StrFormat(
+        "KV cache type %s with head_dim %d: the GPU's attention kernels need %zu bytes of shared memory per "
+        "block, this GPU allows %d%s",
+        std::string(DTypeName(type)).c_str(), head_dim, AttentionSmemBytes(type, head_dim), MaxDynamicSmem(),
+        fits.c_str()));
+  }
+
   // --- graphs ---
   void BeginGraph(uint64_t key) override {
     HERD_CHECK_MSG(!graphs_.capturing() && !graphs_.replaying(), "nested BeginGraph");
