@@ -47,11 +47,6 @@ using attention_test::SeqSpec;
 void Sweep(CudaAttentionTest* t, DType type) {
   uint32_t seed = 1;
   for (int32_t hd : {64, 128}) {
-    if (!AttentionFitsDevice(type, hd)) {  // refused at KV cache creation (KvCacheShapesBeyondTheGpu below)
-      std::printf("skipping %s head_dim %d: %zu bytes of shared memory, over this GPU's %d\n",
-                  std::string(DTypeName(type)).c_str(), hd, AttentionSmemBytes(type, hd), MaxDynamicSmem());
-      continue;
-    }
     for (int32_t group : {1, 4, 8}) {
       for (int32_t bs : {16, 32}) {
         if (Quick() && (bs == 32 || group == 1 || (hd == 64 && group == 8))) continue;

@@ -22,6 +22,7 @@
 #include "kernels/attention.h"
 #include "kernels/cuda/attention_cuda.h"
 #include "kernels/cuda/cuda_test_util.h"
+#include "kernels/cuda/device_arch.h"
 #include "kernels/ops.h"
 
 namespace herd::cuda::attention_test {
@@ -72,6 +73,11 @@ class CudaAttentionTest : public CudaBackendTest {
   // prefill runs: the prefill kernels are skipped), or forced true (they run and exit at once).
   void RunCase(const Config& cfg, const BatchSpec& spec, uint32_t seed, bool force_runs_hint = false) {
     SCOPED_TRACE(Name(cfg, spec));
+    if (!AttentionFitsDevice(cfg.type, cfg.head_dim)) {  // refused at KV cache creation on this GPU
+      std::printf("skipping %s: %zu bytes of shared memory, over this GPU's %d\n", Name(cfg, spec).c_str(),
+                  AttentionSmemBytes(cfg.type, cfg.head_dim), MaxDynamicSmem());
+      return;
+    }
     std::mt19937 rng(seed);
     KvLayerView host;
     host.type = cfg.type;

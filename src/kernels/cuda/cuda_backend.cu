@@ -16,6 +16,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -74,14 +75,16 @@ class CudaBackend final : public CudaMemoryBackend {
     std::string fits;  // the other cache types that would run
     for (const DType t : {DType::kF16, DType::kQ8_0}) {
       if (t == type || !AttentionFitsDevice(t, head_dim) || (t == DType::kQ8_0 && head_dim % 32 != 0)) continue;
-      fits += (fits.empty() ? " (use --kv-type " : " or ") + std::string(DTypeName(t));
+      std::string name(DTypeName(t));  // as --kv-type spells it
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      fits += (fits.empty() ? " (use --kv-type " : " or ") + name;
     }
     if (!fits.empty()) fits += ")";
-    return InvalidArgument(StrFormat(
-        "KV cache type %s with head_dim %d: the GPU's attention kernels need %zu bytes of shared memory per "
-        "block, this GPU allows %d%s",
-        std::string(DTypeName(type)).c_str(), head_dim, AttentionSmemBytes(type, head_dim), MaxDynamicSmem(),
-        fits.c_str()));
+    return InvalidArgument(
+        StrFormat("KV cache type %s with head_dim %d: the GPU's attention kernels need %zu bytes of shared memory per "
+                  "block, this GPU allows %d%s",
+                  std::string(DTypeName(type)).c_str(), head_dim, AttentionSmemBytes(type, head_dim), MaxDynamicSmem(),
+                  fits.c_str()));
   }
 
   // --- graphs ---
