@@ -15,6 +15,7 @@
 //   instruction sets (AVX-512 vs AVX2) 99.3% on this Q6_K model and 92% on a llama-3.2-1b-shaped
 //   Q4_K_M (bench/results/cuda-matmul-2026-11-22.md). Measured GPU figures are printed; the 97%
 //   bound sits under the lowest seen (97.9%).
+//   With HERD_CUDA_TEST_QUICK=1 (sanitizer runs): 100 steps, and only the logit bound.
 // - Batches that mix sequences and chunked prefill give the logits of the sequences run alone.
 //
 // Without a GPU every test skips, naming the reason. HERD_CUDA_TEST_MODEL=FILE.gguf adds the
@@ -160,12 +161,18 @@ TEST_P(CudaForwardTypeTest, GpuMatchesCpu) {
                 max_diff / (1 + max_abs), tc == tg ? "identical" : "DIFFER");
     return;
   }
-  constexpr int kSteps = 1000;
+  // HERD_CUDA_TEST_QUICK=1 (compute-sanitizer runs, where a step costs ~0.2 s): 100 steps and the
+  // per-step logit bound only; the agreement and near-tie shares need the 1,000 steps (over 100,
+  // 35-42 near ties were seen on Q5_0, Q2_K, Q5_K_M and Q6_K against 15-19% over 1,000).
+  const bool quick = std::getenv("HERD_CUDA_TEST_QUICK") != nullptr;
+  const int steps = quick ? 100 : 1000;
   Loaded cpu = Load(path, false, 72);  // 1,040 positions
   Loaded gpu = Load(path, true, 72);
-  const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), kSteps);
-  EXPECT_GE(a.top1_equal, a.steps * 97 / 100) << a.top1_equal << " of " << a.steps;
-  EXPECT_LE(a.near_ties, a.steps / 4) << "the logit error is large against the model's top-2 margins";
+  const Agreement a = TeacherForced(cpu, gpu, Prompt(40, cpu.model->config().n_vocab), steps);
+  if (!quick) {
+    EXPECT_GE(a.top1_equal, a.steps * 97 / 100) << a.top1_equal << " of " << a.steps;
+    EXPECT_LE(a.near_ties, a.steps / 4) << "the logit error is large against the model's top-2 margins";
+  }
   EXPECT_LE(a.worst, 0.05f);
   std::printf("%s: top-1 agreement %d / %d, max |dlogit| / (1 + max|logit|) = %.4f, %d near ties\n", type.c_str(),
               a.top1_equal, a.steps, a.worst, a.near_ties);

@@ -10,7 +10,8 @@
 #   JOBS (default 4), TIMEOUT seconds per job (default 540), ONLY="bin1 bin2" to pick binaries,
 #   FILTER_<binary>=GTEST_FILTER to narrow one binary (e.g. FILTER_herd_cuda_forward_test='-*Replicas*'),
 #   PARTS_<binary>="FILTER1 FILTER2 ..." to run one binary as several jobs, one per filter, tagged
-#   p1, p2, ... (racecheck of the whole forward suite takes over 450 s; e.g.
+#   p1, p2, ... (racecheck of a forward type took 160-210 s at 1,000 steps, before quick mode cut
+#   them to 100; e.g.
 #   PARTS_herd_cuda_forward_test="CudaForwardTest.* *GpuMatchesCpu/? *GpuMatchesCpu/1?").
 set -uo pipefail
 DEV="${DEV:-.dev-main}"
