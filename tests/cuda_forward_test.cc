@@ -182,6 +182,29 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, CudaForwardTypeTest,
                          ::testing::Values("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K",
                                            "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K"));
 
+// KvCache::Create on the GPU refuses exactly the cache shapes whose attention needs more shared
+// memory than the GPU has (attention_cuda.h's arithmetic; none on an H100 / H200, f32 with
+// head_dim 128 and f16 with head_dim 256 under HERD_CUDA_SMEM_CAP=101376), naming the reason.
+TEST(CudaForwardTest, KvCacheRefusesShapesBeyondTheGpu) {
+  SKIP_WITHOUT_GPU();
+  DeviceSpec d;
+  d.cuda = true;
+  auto backend = MakeBackend(d, 0);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  for (const DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+    for (const int32_t hd : {64, 128, 256}) {
+      SCOPED_TRACE(std::string(DTypeName(type)) + " head_dim " + std::to_string(hd));
+      const KvCacheConfig c{2, 2, hd, 16, 4, type};
+      const auto cache = KvCache::Create(backend->get(), c);
+      EXPECT_EQ(cache.ok(), cuda::AttentionFitsDevice(type, hd)) << cache.status().ToString();
+      if (!cache.ok()) {
+        EXPECT_EQ(cache.status().code(), StatusCode::kInvalidArgument);
+        EXPECT_NE(cache.status().message().find("shared memory"), std::string::npos) << cache.status().ToString();
+      }
+    }
+  }
+}
+
 // The Q8_0 KV cache on the GPU against the Q8_0 KV cache on the CPU.
 TEST(CudaForwardTest, Q8KvCacheMatchesCpu) {
   SKIP_WITHOUT_GPU();

@@ -34,7 +34,8 @@ struct KvCacheConfig {
 class KvCache {
  public:
   // Errors: invalid geometry, unsupported type (F16, F32, Q8_0 are supported), Q8_0 with a
-  // head_dim that is not a multiple of 32.
+  // head_dim that is not a multiple of 32, a shape the backend's attention cannot run
+  // (Backend::CheckKvCache: e.g. an F32 cache of head_dim 128 on a GPU of 99 KB shared memory).
   static Result<std::unique_ptr<KvCache>> Create(Backend* backend, const KvCacheConfig& config);
   ~KvCache();
   KvCache(const KvCache&) = delete;
