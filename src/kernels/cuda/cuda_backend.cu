@@ -466,6 +466,14 @@ Result<std::unique_ptr<Backend>> MakeCudaBackend(int device_index) {
                                                               "default; set HERD_CUDA_ARCHS for this GPU)"
                                                             : ""));
   }
+  if (!DeviceIsSm90()) {  // which paths this GPU runs (docs/configuration.md "GPUs")
+    HERD_LOG(kInfo,
+             "cuda:%d (%s, compute capability %d.%d) runs herd's compute_%d code: %s off; %d bytes of shared "
+             "memory per block",
+             device_index, prop.name, prop.major, prop.minor, CodeCc(),
+             Sm90PlusCode() ? "the sm_90a kernels (TMA, wgmma) are" : "PDL, clusters and the sm_90a kernels are",
+             MaxDynamicSmem());
+  }
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(device_index, prop.multiProcessorCount, stream));
 }
 
