@@ -368,9 +368,10 @@ void LaunchKernel(Kernel kernel, int rm, std::atomic<uint64_t>& raised, const Pa
     return LaunchPdl(kernel, grid, kThreads, smem, stream, p);
   }
   const size_t smem = SmemBytes(T, p.vec_bytes, p.head_dim, rm);
-  // An F32 cache of head_dim 128 needs ~116 KB: more than Ada's 99 KB per block.
+  // E.g. an F32 cache of head_dim 128 (~116 KB) on Ada's 99 KB: KvCache::Create refuses such
+  // caches (Backend::CheckKvCache, AttentionFitsDevice), so this is an invariant.
   HERD_CHECK_MSG(static_cast<int>(smem) <= MaxDynamicSmem(),
-                 "attention: %zu bytes of shared memory per block, over this GPU's %d (an f16 or q8_0 KV cache fits)",
+                 "attention: %zu bytes of shared memory per block, over this GPU's %d (a cache CheckKvCache refuses)",
                  smem, MaxDynamicSmem());
   // The most any head_dim needs (vector bytes of head_dim kMaxHeadDim).
   const int max_vec =

@@ -16,7 +16,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -72,12 +71,10 @@ class CudaBackend final : public CudaMemoryBackend {
   Status CheckKvCache(DType type, int32_t head_dim) const override {
     Bind();
     if (AttentionFitsDevice(type, head_dim)) return Status::Ok();
-    std::string fits;  // the other cache types that would run
-    for (const DType t : {DType::kF16, DType::kQ8_0}) {
+    std::string fits;  // the other cache types that would run, as --kv-type spells them
+    for (const auto& [t, flag] : {std::pair{DType::kF16, "f16"}, std::pair{DType::kQ8_0, "q8_0"}}) {
       if (t == type || !AttentionFitsDevice(t, head_dim) || (t == DType::kQ8_0 && head_dim % 32 != 0)) continue;
-      std::string name(DTypeName(t));  // as --kv-type spells it
-      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      fits += (fits.empty() ? " (use --kv-type " : " or ") + name;
+      fits += std::string(fits.empty() ? " (use --kv-type " : " or ") + flag;
     }
     if (!fits.empty()) fits += ")";
     return InvalidArgument(
