@@ -27,12 +27,16 @@ namespace herd::cuda {
 namespace {
 
 // Merges the split partials of tokens whose item used more than one split. One CTA per
-// (token, head): the first warp turns the splits' (max, sum) into weights, then every thread
-// sums its dims over the splits (independent loads).
-__global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
-                                  const int32_t* __restrict__ nsplit, int32_t n_heads, int32_t head_dim, int32_t s_max,
-                                  float* __restrict__ out, void* out_half, int out_bf16) {
+// (token, head), kMergeThreads threads: the first warp turns the splits' (max, sum) into weights,
+// the threads sum (chunk of kMergeChunk splits, dim) pairs into shared memory (independent
+// loads), then each dim's chunk sums are added in order (the order MergeQuantizeKernel uses).
+constexpr int kMergeThreads = 256;
+__global__ void __launch_bounds__(kMergeThreads)
+    MergeSplitsKernel(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
+                      const int32_t* __restrict__ nsplit, int32_t n_heads, int32_t head_dim, int32_t s_max,
+                      float* __restrict__ out, void* out_half, int out_bf16) {
   __shared__ float weight[attn::kMaxSplits];
+  __shared__ float sums[attn::kMergeChunks * attn::kMaxHeadDim];  // [chunk][head_dim]
   PdlTrigger();
   PdlWait();
   const int64_t th = blockIdx.x;  // token * n_heads + head
@@ -41,11 +45,21 @@ __global__ void MergeSplitsKernel(const float* __restrict__ part_o, const float2
   if (threadIdx.x < 32) attn::SplitWeights(part_ml, th, s_max, ns, weight);
   __syncthreads();
   const float* o = part_o + th * s_max * head_dim;
+  const int nc = (ns + attn::kMergeChunk - 1) / attn::kMergeChunk;
+  for (int i = threadIdx.x; i < nc * head_dim; i += blockDim.x) {
+    const int c = i / head_dim, d = i - c * head_dim;
+    float acc[1];
+    attn::MergeChunk<1>(weight, o + d, head_dim, ns, c, acc);
+    sums[i] = acc[0];
+  }
+  __syncthreads();
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float acc = 0.f;
-#pragma unroll 8
-    for (int s = 0; s < ns; ++s) acc += weight[s] * o[s * head_dim + d];
-    attn::StoreOut(out, out_half, out_bf16, th * head_dim + d, acc);
+    float total[1];
+    for (int c = 0; c < nc; ++c) {
+      const float x[1] = {sums[c * head_dim + d]};
+      attn::MergeAddChunk(c, x, total);
+    }
+    attn::StoreOut(out, out_half, out_bf16, th * head_dim + d, total[0]);
   }
 }
 
@@ -293,9 +307,9 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
 
 // MergeSplitsKernel for the partials of p (s_max > 1), one CTA per (token, head).
 void LaunchMerge(const attn::Params& p, int32_t head_dim, cudaStream_t stream) {
-  const int threads = head_dim > 64 ? 128 : 64;
-  LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(p.n_tokens * p.n_heads), threads, 0, stream, p.part_o, p.part_ml,
-            p.nsplit, p.n_heads, head_dim, p.s_max, p.out, p.out_half, static_cast<int>(p.out_half_bf16));
+  HERD_CHECK(head_dim <= attn::kMaxHeadDim && p.s_max <= attn::kMaxSplits);
+  LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(p.n_tokens * p.n_heads), kMergeThreads, 0, stream, p.part_o,
+            p.part_ml, p.nsplit, p.n_heads, head_dim, p.s_max, p.out, p.out_half, static_cast<int>(p.out_half_bf16));
 }
 
 void CheckShapes(const KvLayerView& c, int32_t n_heads) {

@@ -226,6 +226,45 @@ __device__ __forceinline__ void SplitWeights(const float2* part_ml, int64_t th, 
   if (lane < ns) w[lane] = wa / den;
   if (lane + 32 < ns) w[lane + 32] = wb / den;
 }
+
+// The order in which both merge kernels (MergeSplitsKernel, MergeQuantizeKernel) sum a value over
+// its splits, so their outputs are equal bit for bit: chunks of kMergeChunk consecutive splits,
+// each summed in split order from 0 (MergeChunk), then the chunk sums added in chunk order
+// (MergeAddChunk). The chunks are independent: a CTA may sum them on separate threads (at one
+// token and 50-64 splits a sequential sum is a chain of ~60 dependent L2 loads, ~12 us).
+constexpr int kMergeChunk = 8;
+constexpr int kMergeChunks = (kMaxSplits + kMergeChunk - 1) / kMergeChunk;
+// Chunk c's sum of N consecutive values (stride `stride` floats between splits) at src, weights w.
+template <int N>
+__device__ __forceinline__ void MergeChunk(const float* w, const float* src, int64_t stride, int ns, int c,
+                                           float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc[i] = 0.f;
+  const int s0 = c * kMergeChunk, s1 = min(ns, s0 + kMergeChunk);
+  if (s1 - s0 == kMergeChunk) {  // whole chunks: every load in flight at once
+    float x[kMergeChunk][N];
+#pragma unroll
+    for (int s = 0; s < kMergeChunk; ++s) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) x[s][i] = src[(s0 + s) * stride + i];
+    }
+#pragma unroll
+    for (int s = 0; s < kMergeChunk; ++s) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) acc[i] = fmaf(w[s0 + s], x[s][i], acc[i]);
+    }
+  } else {
+    for (int s = s0; s < s1; ++s) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) acc[i] = fmaf(w[s], src[s * stride + i], acc[i]);
+    }
+  }
+}
+template <int N>
+__device__ __forceinline__ void MergeAddChunk(int c, const float (&chunk)[N], float (&total)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) total[i] = c == 0 ? chunk[i] : total[i] + chunk[i];
+}
 #endif  // __CUDACC__
 
 // The split merge fused with the quantization of the attention output for the O projection's
