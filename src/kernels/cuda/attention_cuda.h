@@ -149,12 +149,15 @@ void SetAttentionSplitPolicy(const AttentionSplitPolicy& policy);
 // of 64 / 128 / 512 / 4,096 positions 3.2 / 4.1 / 8.6 / 25.5 us against 6.7 / 7.2 / 7.8 / 18.5
 // for the kernels below (bench/results/cuda-session12-2026-11-26.md); inside models decoding at
 // positions 384-511 it is still faster (8B Q4_K_M +1.9%, 1B Q4_K_M +12.6%;
-// bench/results/cuda-session13-2026-11-26.md), hence the 512-position limit.
+// bench/results/cuda-session13-2026-11-26.md), and on H200 at positions 600-615 and 1,000-1,015
+// too (tg16 against the kernels below with the chunked merge, two rounds: 1B Q4_K_M +5.1-12.5%,
+// 8B Q4_K_M +5.4-9.7%; bench/results/cuda-session34-2026-11-29.md), hence the 1,024-position
+// limit (the model gives the hint below 1,024 positions only).
 struct SmallDecodePolicy {
   int max_tokens = 8;
   int max_splits = 8;
   int min_split = 128;
-  int max_context = 512;
+  int max_context = 1024;
 };
 void SetSmallDecodePolicy(const SmallDecodePolicy& policy);
 SmallDecodePolicy CurrentSmallDecodePolicy();

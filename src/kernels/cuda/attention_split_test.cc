@@ -92,7 +92,7 @@ TEST(AttentionSplitTest, SmallDecodeKernelSplitsByTheContextHint) {
 
 // Which batches take the small-batch kernel (DecodeUsesSmallKernel; host only): decode batches
 // of up to 8 tokens over F16 caches with head_dim 64 / 128 and group <= 8 whose context hint is
-// set and at most 512.
+// set and at most 1,024.
 TEST(AttentionSplitTest, SmallDecodeKernelTakesShortDecodeBatchesOnly) {
   SetSmallDecodePolicy(SmallDecodePolicy{});  // whatever HERD_CUDA_ATTN_SMALL said
   KvLayerView c;
@@ -107,7 +107,9 @@ TEST(AttentionSplitTest, SmallDecodeKernelTakesShortDecodeBatchesOnly) {
   EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));  // one token: runs impossible even with the hint on
   b.max_context = 512;
   EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));
-  b.max_context = 513;
+  b.max_context = 1024;
+  EXPECT_TRUE(DecodeUsesSmallKernel(c, b, 32));
+  b.max_context = 1025;
   EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));
   b.max_context = 0;  // unknown
   EXPECT_FALSE(DecodeUsesSmallKernel(c, b, 32));

@@ -345,6 +345,10 @@ TEST_F(HintedAttentionTest, HintedAttentionGivesTheMatmulOfItsOutput) {
   // Every context of up to 8 tokens on the small-batch decode kernel (split merge in a cluster).
   SetSmallDecodePolicy(SmallDecodePolicy{8, 8, 16, 1 << 20});
   Sweep({1, 3, 8}, {DType::kQ4_K, DType::kQ8_0, DType::kQ4_1}, 61, [](DType, int64_t) { return true; });
+  // None on it: the split kernels and MergeQuantizeKernel's chunked merge (one token of 601
+  // positions: 19 splits, three chunks on three workers).
+  SetSmallDecodePolicy(SmallDecodePolicy{0, 8, 128, 1024});
+  Sweep({1, 3}, {DType::kQ4_K, DType::kQ8_0}, 64, [](DType, int64_t) { return true; });
   SetSmallDecodePolicy(SmallDecodePolicy{});
 }
 
