@@ -89,13 +89,15 @@ bool LaunchMergeQuantize(const Params& p, DType format, void* buffer, cudaStream
   const int64_t n_in = static_cast<int64_t>(p.n_heads) * p.head_dim;
   const internal::ActOut o = internal::MakeActOut(buffer, internal::MakeActLayout(p.n_tokens, n_in));
   const auto grid = static_cast<unsigned>(p.n_tokens * p.n_kv_heads);
-  // Workers: one per chunk of splits, as many as 1,024 threads and 48 KB of chunk sums allow.
+  // Workers: one per chunk of splits, as many as 1,024 threads and 48 KB of shared memory (the
+  // weights and the chunk sums; no opt-in needed) allow.
   const int64_t gh = static_cast<int64_t>(p.group) * p.head_dim, n_oct = gh / 8;
   const int64_t chunks = (std::max(p.s_max, 1) + kMergeChunk - 1) / kMergeChunk;
+  const int64_t weight_floats = static_cast<int64_t>(p.group) * kMaxSplits;
   int64_t workers = std::min<int64_t>(chunks, 1024 / n_oct);
-  if (workers < 2 || chunks * gh * static_cast<int64_t>(sizeof(float)) > 48 * 1024) workers = 1;
+  if (workers < 2 || (weight_floats + chunks * gh) * static_cast<int64_t>(sizeof(float)) > 48 * 1024) workers = 1;
   const auto threads = static_cast<unsigned>(n_oct * workers);
-  const size_t smem = (static_cast<size_t>(p.group) * kMaxSplits + (workers > 1 ? chunks * gh : 0)) * sizeof(float);
+  const auto smem = static_cast<size_t>(weight_floats + (workers > 1 ? chunks * gh : 0)) * sizeof(float);
   switch (format) {
     case DType::kQ8_0: LaunchPdl(MergeQuantizeKernel<DType::kQ8_0>, grid, threads, smem, stream, p, o); break;
     case DType::kQ8_1: LaunchPdl(MergeQuantizeKernel<DType::kQ8_1>, grid, threads, smem, stream, p, o); break;
