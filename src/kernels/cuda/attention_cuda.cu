@@ -27,7 +27,7 @@ namespace herd::cuda {
 namespace {
 
 // Merges the split partials of tokens whose item used more than one split. One CTA per
-// (token, head), kMergeThreads threads: the first warp turns the splits' (max, sum) into weights,
+// (token, head), up to kMergeThreads threads: the first warp turns the splits' (max, sum) into weights,
 // the threads sum (chunk of kMergeChunk splits, dim) pairs into shared memory (independent
 // loads), then each dim's chunk sums are added in order (the order MergeQuantizeKernel uses).
 constexpr int kMergeThreads = 256;
@@ -308,8 +308,12 @@ attn::Params LaunchAttention(const KvLayerView& c, const AttentionBatch& b, cons
 // MergeSplitsKernel for the partials of p (s_max > 1), one CTA per (token, head).
 void LaunchMerge(const attn::Params& p, int32_t head_dim, cudaStream_t stream) {
   HERD_CHECK(head_dim <= attn::kMaxHeadDim && p.s_max <= attn::kMaxSplits);
-  LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(p.n_tokens * p.n_heads), kMergeThreads, 0, stream, p.part_o,
-            p.part_ml, p.nsplit, p.n_heads, head_dim, p.s_max, p.out, p.out_half, static_cast<int>(p.out_half_bf16));
+  // A thread per (chunk, dim) pair up to kMergeThreads: up to 8 splits (one chunk), a thread per
+  // dim as before the chunks, so the many CTAs of large batches stay small.
+  const int chunks = (p.s_max + attn::kMergeChunk - 1) / attn::kMergeChunk;
+  const int threads = std::min(kMergeThreads, (chunks * head_dim + 31) / 32 * 32);
+  LaunchPdl(MergeSplitsKernel, static_cast<unsigned>(p.n_tokens * p.n_heads), threads, 0, stream, p.part_o, p.part_ml,
+            p.nsplit, p.n_heads, head_dim, p.s_max, p.out, p.out_half, static_cast<int>(p.out_half_bf16));
 }
 
 void CheckShapes(const KvLayerView& c, int32_t n_heads) {
