@@ -6,9 +6,11 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/fp16.h"
+#include "kernels/cpu/attention_avx2.h"
 #include "tensor/quant_blocks.h"
 
 namespace herd::cpu::avx2 {
@@ -57,6 +59,7 @@ void ScoresQ8(const float* q, int32_t d, const BlockQ8_0* const* rows, int32_t n
               int32_t stride) {
   for (int32_t p = 0; p < n; ++p) {
     __m256 acc[G];
+    if (p + kPrefetchAhead < n) PrefetchRow(rows[p + kPrefetchAhead], sizeof(BlockQ8_0) * (d / kQK8_0));
     for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
     const BlockQ8_0* k = rows[p];
     for (int32_t b = 0; b < d / kQK8_0; ++b) {
@@ -72,24 +75,37 @@ void ScoresQ8(const float* q, int32_t d, const BlockQ8_0* const* rows, int32_t n
 }
 
 // out[g, :] = Σ_p w[g * stride + p] · v_p for G heads, Q8_0 rows of d values (d % 32 == 0).
-// Per 32-value block the block scale is folded into the weights first (wd: scratch of G · n
-// floats), so the inner loop is one int8 widen and G FMAs per 8 values, as for f16.
+// Per 32-value block the block scale is folded into the weights first (wd: scratch of at least
+// G · kSumBlock floats), so the inner loop is one int8 widen and G FMAs per 8 values, as for
+// f16. Blocks of kSumBlock positions as WeightedSum (the same FMAs per value as one pass over
+// all positions); the first pass over a block prefetches the next block's rows.
 template <int G>
 void WeightedSumQ8(const float* w, int32_t stride, const BlockQ8_0* const* rows, int32_t n, int32_t d, float* wd,
                    float* out) {
-  for (int32_t b = 0; b < d / kQK8_0; ++b) {
-    for (int32_t p = 0; p < n; ++p) {
-      const float dv = _cvtsh_ss(rows[p][b].d);
-      for (int g = 0; g < G; ++g) wd[g * n + p] = w[g * stride + p] * dv;
+  const size_t row_bytes = sizeof(BlockQ8_0) * static_cast<size_t>(d / kQK8_0);
+  for (int32_t p0 = 0; p0 < n; p0 += kSumBlock) {
+    const int32_t p1 = std::min(n, p0 + kSumBlock);
+    if (p0 == 0) {
+      for (int32_t p = 0; p < p1; ++p) PrefetchRow(rows[p], row_bytes);
     }
-    for (int j = 0; j < 4; ++j) {
-      __m256 acc[G];
-      for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
-      for (int32_t p = 0; p < n; ++p) {
-        const __m256 vc = WidenI8(rows[p][b].qs + 8 * j);
-        for (int g = 0; g < G; ++g) acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(wd[g * n + p]), vc, acc[g]);
+    for (int32_t b = 0; b < d / kQK8_0; ++b) {
+      for (int32_t p = p0; p < p1; ++p) {
+        if (b == 0 && p + kSumBlock < n) PrefetchRow(rows[p + kSumBlock], row_bytes);
+        const float dv = _cvtsh_ss(rows[p][b].d);
+        for (int g = 0; g < G; ++g) wd[g * kSumBlock + (p - p0)] = w[g * stride + p] * dv;
       }
-      for (int g = 0; g < G; ++g) _mm256_storeu_ps(out + g * d + b * kQK8_0 + 8 * j, acc[g]);
+      for (int j = 0; j < 4; ++j) {
+        float* o = out + b * kQK8_0 + 8 * j;
+        __m256 acc[G];
+        for (int g = 0; g < G; ++g) acc[g] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + g * d);
+        for (int32_t p = p0; p < p1; ++p) {
+          const __m256 vc = WidenI8(rows[p][b].qs + 8 * j);
+          for (int g = 0; g < G; ++g) {
+            acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(wd[g * kSumBlock + (p - p0)]), vc, acc[g]);
+          }
+        }
+        for (int g = 0; g < G; ++g) _mm256_storeu_ps(o + g * d, acc[g]);
+      }
     }
   }
 }

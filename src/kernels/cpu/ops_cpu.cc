@@ -52,7 +52,7 @@ inline float Dot(const float* a, const float* b, int32_t n) {
 
 #if HERD_ATTENTION_AVX2
 // Softmax(q·Kᵀ·scale)·V for G query heads sharing one kv head. q, out: [G, d]; Row is uint16_t
-// (f16 cache) or BlockQ8_0 (q8_0 cache); scores and wd: scratch of G · n floats.
+// (f16 cache) or BlockQ8_0 (q8_0 cache); scores: scratch of G · n floats, wd of G · kSumBlock.
 template <int G, typename Row>
 void RunAvx2(const float* q, int32_t d, const Row* const* krows, const Row* const* vrows, int32_t n, float scale,
              float* scores, float* wd, float* out) {
@@ -261,7 +261,7 @@ void PagedAttention(const KvLayerView& c, const AttentionBatch& b, const float* 
 #if HERD_ATTENTION_AVX2
       if (fast) {
         if (c.type == DType::kQ8_0) {
-          wd.resize(scores.size());
+          wd.resize(static_cast<size_t>(group) * avx2::kSumBlock);  // WeightedSumQ8: a block of scaled weights
           CollectRows(c, b.block_tables[s], n_ctx, slot_stride, head_off, &kq, &vq);
           RunAvx2Group(group, qg, d, kq.data(), vq.data(), n_ctx, scale, scores.data(), wd.data(), og);
         } else {

@@ -154,6 +154,68 @@ TEST(OpsCpuTest, PagedAttentionMatchesReference) {
   }
 }
 
+// Decode tokens over long contexts (the SIMD loops' 32-position blocks, the positions they
+// prefetch ahead, partial last blocks), scattered blocks, every GQA group 1-8 and head_dim with
+// an odd number of 8-value slices (72), F16 and Q8_0 caches, against the reference.
+TEST(OpsCpuTest, PagedAttentionLongContextsMatchReference) {
+  ThreadPool pool(2);
+  const std::vector<int32_t> ctx = {1, 31, 32, 33, 64, 100, 301, 1000};
+  for (DType type : {DType::kF16, DType::kQ8_0}) {
+    for (int32_t head_dim : type == DType::kQ8_0 ? std::vector<int32_t>{64, 128} : std::vector<int32_t>{64, 72, 128}) {
+      for (int32_t group = 1; group <= 8; ++group) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(type) << " head_dim " << head_dim << " group " << group);
+        const int32_t n_kv = 2, n_heads = n_kv * group, block_size = 16;
+        int32_t n_blocks = 0;
+        std::vector<std::vector<int32_t>> tables(ctx.size());
+        for (size_t s = 0; s < ctx.size(); ++s) n_blocks += (ctx[s] + block_size - 1) / block_size;
+        std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+        for (int32_t i = 0; i < n_blocks; ++i)
+          ids[static_cast<size_t>(i)] = (i * 37) % n_blocks;  // 101 blocks: a permutation
+        std::vector<const int32_t*> ptrs;
+        std::vector<int32_t> lens;
+        for (size_t s = 0, next = 0; s < ctx.size(); ++s) {
+          for (int32_t b = 0; b < (ctx[s] + block_size - 1) / block_size; ++b) tables[s].push_back(ids[next++]);
+          ptrs.push_back(tables[s].data());
+          lens.push_back(static_cast<int32_t>(tables[s].size()));
+        }
+        KvLayerView c;
+        c.type = type;
+        c.n_blocks = n_blocks;
+        c.block_size = block_size;
+        c.n_kv_heads = n_kv;
+        c.head_dim = head_dim;
+        const size_t bytes = static_cast<size_t>(n_blocks) * block_size * n_kv * KvVectorBytes(type, head_dim);
+        std::vector<uint8_t> kc(bytes), vc(bytes);
+        c.k = kc.data();
+        c.v = vc.data();
+        // Every position of every sequence stored, then one decode token per sequence at its last.
+        std::vector<int32_t> pos, seq, last_pos, last_seq;
+        for (size_t s = 0; s < ctx.size(); ++s) {
+          for (int32_t p = 0; p < ctx[s]; ++p) {
+            pos.push_back(p);
+            seq.push_back(static_cast<int32_t>(s));
+          }
+          last_pos.push_back(ctx[s] - 1);
+          last_seq.push_back(static_cast<int32_t>(s));
+        }
+        const auto n_all = static_cast<int64_t>(pos.size());
+        const auto k = Random(static_cast<size_t>(n_all * n_kv * head_dim), 30);
+        const auto v = Random(static_cast<size_t>(n_all * n_kv * head_dim), 31);
+        ref::StoreKv(c, AttentionBatch{n_all, pos.data(), seq.data(), ptrs.data(), lens.data()}, k.data(), v.data());
+        const auto T = static_cast<int64_t>(ctx.size());
+        AttentionBatch batch{T, last_pos.data(), last_seq.data(), ptrs.data(), lens.data()};
+        batch.may_have_runs = false;
+        const auto q = Random(static_cast<size_t>(T * n_heads * head_dim), 32, 2.0f);
+        std::vector<float> a(q.size()), b(q.size());
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        ref::PagedAttention(c, batch, q.data(), n_heads, scale, a.data());
+        cpu::PagedAttention(c, batch, q.data(), n_heads, scale, b.data(), pool);
+        ExpectClose(a, b, 2e-5f);
+      }
+    }
+  }
+}
+
 // The reference's Q8_0 cache reads back what it stored: attention over a Q8_0 cache is the
 // attention over an F32 cache of the same K/V up to the 8-bit rounding (|Δ| ≤ 2% of max |out|;
 // measured 0.56%), so the Q8_0 layout addresses the same slots as the float layouts.
