@@ -17,24 +17,12 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "bench_args.h"
 #include "kernels/attention.h"
 #include "kernels/cpu/ops_cpu.h"
 
 namespace herd {
 namespace {
-
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= s.size()) {
-    const size_t j = std::min(s.find(',', i), s.size());
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 struct Shape {
   int32_t n_heads, n_kv, head_dim;
@@ -81,9 +69,9 @@ double TimeDecode(const Shape& sh, DType type, int32_t ctx, ThreadPool& pool) {
   std::vector<double> t;
   const int reps = static_cast<int>(std::max<size_t>(20, 3 * copies));
   for (int r = 0; r < reps; ++r) {
-    const double t0 = Now();
+    const double t0 = bench::Now();
     call(static_cast<size_t>(r) % copies);
-    t.push_back(Now() - t0);
+    t.push_back(bench::Now() - t0);
   }
   std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
   return t[t.size() / 2];
@@ -112,15 +100,15 @@ int Main(int argc, char** argv) {
   }
   const Shape sh = shape == "1b" ? Shape{32, 8, 64} : Shape{32, 8, 128};
   std::printf("| shape | kv | threads | context | us / call | K/V GB/s |\n|---|---|---|---|---|---|\n");
-  for (const std::string& kv : Split(kvs)) {
+  for (const std::string& kv : bench::SplitCommas(kvs)) {
     if (kv != "f16" && kv != "q8_0") {
       std::fprintf(stderr, "--kv: f16 or q8_0, got %s\n", kv.c_str());
       return 2;
     }
     const DType type = kv == "f16" ? DType::kF16 : DType::kQ8_0;
-    for (const std::string& th : Split(threads)) {
+    for (const std::string& th : bench::SplitCommas(threads)) {
       ThreadPool pool(std::atoi(th.c_str()));
-      for (const std::string& cs : Split(ctxs)) {
+      for (const std::string& cs : bench::SplitCommas(ctxs)) {
         const int32_t ctx = std::atoi(cs.c_str());
         if (ctx < 1) {
           std::fprintf(stderr, "--ctx: positive lengths, got %s\n", cs.c_str());

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "bench_args.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul_cpu.h"
 #include "kernels/matmul.h"
@@ -25,19 +26,6 @@
 
 namespace herd {
 namespace {
-
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= s.size()) {
-    const size_t j = std::min(s.find(',', i), s.size());
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 struct Buffer {
   uint8_t* p = nullptr;
@@ -61,7 +49,7 @@ double ReadBandwidth(int threads) {
   std::vector<uint64_t> sink(threads * 8);
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    const double t0 = Now();
+    const double t0 = bench::Now();
     pool.Run([&](int ith, int nth) {
       const size_t per = bytes / nth;
       const auto* p = reinterpret_cast<const uint64_t*>(buf.p + per * ith);
@@ -69,7 +57,7 @@ double ReadBandwidth(int threads) {
       for (size_t i = 0; i < per / 8; ++i) acc += p[i];
       sink[ith * 8] = acc;
     });
-    best = std::max(best, static_cast<double>(bytes) / (Now() - t0) / 1e9);
+    best = std::max(best, static_cast<double>(bytes) / (bench::Now() - t0) / 1e9);
   }
   return best;
 }
@@ -108,12 +96,12 @@ void Bench(DType type, const Shape& s, int threads, cpu::Isa isa, bool in_cache)
   // Median of the per-call times over >= 1 s (the machine may be shared: the median ignores
   // calls slowed by other processes).
   std::vector<double> times;
-  const double t0 = Now();
+  const double t0 = bench::Now();
   double t = t0;
   while (t - t0 < 1.0 || times.size() < 5) {
-    const double c0 = Now();
+    const double c0 = bench::Now();
     run(static_cast<int>(times.size() % copies));
-    t = Now();
+    t = bench::Now();
     times.push_back(t - c0);
   }
   std::sort(times.begin(), times.end());
@@ -142,11 +130,11 @@ int main(int argc, char** argv) {
     const std::string v = i + 1 < argc ? argv[i + 1] : "";
     if (a == "--threads") {
       threads.clear();
-      for (auto& t : Split(v)) threads.push_back(std::atoi(t.c_str()));
+      for (auto& t : bench::SplitCommas(v)) threads.push_back(std::atoi(t.c_str()));
       ++i;
     } else if (a == "--types") {
       types.clear();
-      for (auto& t : Split(v)) {
+      for (auto& t : bench::SplitCommas(v)) {
         auto d = DTypeFromName(t);
         if (!d) {
           std::fprintf(stderr, "unknown type %s\n", t.c_str());
@@ -156,14 +144,14 @@ int main(int argc, char** argv) {
       }
       ++i;
     } else if (a == "--only") {
-      only = Split(v);
+      only = bench::SplitCommas(v);
       ++i;
     } else if (a == "--isa") {
       for (cpu::Isa c : {cpu::Isa::kGeneric, cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kNeon})
         if (v == cpu::IsaName(c)) isa = c;
       ++i;
     } else if (a == "--shape") {  // n_in,n_out,n_tok (repeatable); the weights are not rotated
-      const auto f = Split(v);
+      const auto f = bench::SplitCommas(v);
       if (f.size() != 3) return 2;
       shapes.push_back({std::atoll(f[0].c_str()), std::atoll(f[1].c_str()), std::atoll(f[2].c_str())});
       in_cache = true;

@@ -178,16 +178,9 @@ TEST(OpsCpuTest, PagedAttentionLongContextsMatchReference) {
           ptrs.push_back(tables[s].data());
           lens.push_back(static_cast<int32_t>(tables[s].size()));
         }
-        KvLayerView c;
-        c.type = type;
-        c.n_blocks = n_blocks;
-        c.block_size = block_size;
-        c.n_kv_heads = n_kv;
-        c.head_dim = head_dim;
-        const size_t bytes = static_cast<size_t>(n_blocks) * block_size * n_kv * KvVectorBytes(type, head_dim);
-        std::vector<uint8_t> kc(bytes), vc(bytes);
-        c.k = kc.data();
-        c.v = vc.data();
+        std::vector<uint8_t> kc(static_cast<size_t>(n_blocks) * block_size * n_kv * KvVectorBytes(type, head_dim));
+        std::vector<uint8_t> vc(kc.size());
+        const KvLayerView c{kc.data(), vc.data(), type, n_blocks, block_size, n_kv, head_dim};
         // Every position of every sequence stored, then one decode token per sequence at its last.
         std::vector<int32_t> pos, seq, last_pos, last_seq;
         for (size_t s = 0; s < ctx.size(); ++s) {
