@@ -74,6 +74,24 @@ inline float ExpInPlace(float* s, int32_t n, float max) {
   return sum;
 }
 
+// out[g * stride] = scale · (sum of acc[g]'s 8 lanes) for G heads: four heads at a time through one
+// hadd tree (9 instructions for 4 sums instead of ~28), the rest one by one.
+template <int G>
+inline void StoreSums(const __m256 (&acc)[G], float scale, float* out, int32_t stride) {
+  constexpr int kQuads = G / 4;
+  for (int i = 0; i < kQuads; ++i) {
+    const int g = 4 * i;
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[g], acc[g + 1]), _mm256_hadd_ps(acc[g + 2], acc[g + 3]));
+    // lanes 0-3 and 4-7 hold the four heads' sums over the low and high halves
+    const __m128 s4 =
+        _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)), _mm_set1_ps(scale));
+    alignas(16) float v[4];
+    _mm_store_ps(v, s4);
+    for (int j = 0; j < 4; ++j) out[(g + j) * stride] = v[j];
+  }
+  for (int g = 4 * kQuads; g < G; ++g) out[g * stride] = HorizontalSum(acc[g]) * scale;
+}
+
 // scores[g * stride + p] = scale · q_g · k_p for G heads, f16 rows; d % 8 == 0.
 template <int G>
 void Scores(const float* q, int32_t d, const uint16_t* const* rows, int32_t n, float scale, float* scores,
@@ -87,7 +105,7 @@ void Scores(const float* q, int32_t d, const uint16_t* const* rows, int32_t n, f
       const __m256 kc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
       for (int g = 0; g < G; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + g * d + i), kc, acc[g]);
     }
-    for (int g = 0; g < G; ++g) scores[g * stride + p] = HorizontalSum(acc[g]) * scale;
+    StoreSums<G>(acc, scale, scores + p, stride);
   }
 }
 

@@ -70,7 +70,7 @@ void ScoresQ8(const float* q, int32_t d, const BlockQ8_0* const* rows, int32_t n
         for (int g = 0; g < G; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(qb + g * d), kc, acc[g]);
       }
     }
-    for (int g = 0; g < G; ++g) scores[g * stride + p] = HorizontalSum(acc[g]) * scale;
+    StoreSums<G>(acc, scale, scores + p, stride);
   }
 }
 
