@@ -113,7 +113,7 @@ void Scores(const float* q, int32_t d, const uint16_t* const* rows, int32_t n, f
 // slice of head_dim passes over them, so each row comes from memory once.
 constexpr int32_t kSumBlock = 32;
 
-// acc[k][g] += Σ_{p in [p0, p1)} w[g * stride + p] · v_p[i + 8k .. +8] for K slices from `slice`
+// acc[k][g] += Σ_{p in [p0, p1)} w[g * stride + p] · v_p[i + 8k .. +8] for K 8-wide slices from dim i
 // (f16 rows), positions in order: the same FMAs per value as one pass over all positions.
 // prefetch > 0: also prefetches that many bytes of row p + kSumBlock (the next block's) per position.
 template <int G, int K>
