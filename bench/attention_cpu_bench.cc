@@ -7,7 +7,6 @@
 // of the cache totalling >= 256 MiB, so the K/V bytes come from DRAM and not from L3.
 //   build/bin/herd_attention_cpu_bench [--shape 1b|8b] [--ctx 1024,4096] [--threads 1,2] [--kv f16,q8_0]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,14 +54,7 @@ double TimeDecode(const Shape& sh, DType type, int32_t ctx, ThreadPool& pool) {
   for (float& x : q) x = nd(rng);
   const float scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
   auto call = [&](size_t copy) {
-    KvLayerView c;
-    c.k = k.data() + copy * bytes;
-    c.v = v.data() + copy * bytes;
-    c.type = type;
-    c.n_blocks = n_blocks;
-    c.block_size = kBlock;
-    c.n_kv_heads = sh.n_kv;
-    c.head_dim = sh.head_dim;
+    const KvLayerView c{k.data() + copy * bytes, v.data() + copy * bytes, type, n_blocks, kBlock, sh.n_kv, sh.head_dim};
     cpu::PagedAttention(c, batch, q.data(), sh.n_heads, scale, out.data(), pool);
   };
   for (size_t i = 0; i < copies; ++i) call(i);  // fault every page in
@@ -79,8 +71,12 @@ double TimeDecode(const Shape& sh, DType type, int32_t ctx, ThreadPool& pool) {
 
 int Main(int argc, char** argv) {
   std::string shape = "1b", ctxs = "1024,4096,16384", threads = "1,2", kvs = "f16,q8_0";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      return 2;
+    }
     if (a == "--shape") {
       shape = argv[i + 1];
     } else if (a == "--ctx") {

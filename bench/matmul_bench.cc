@@ -8,7 +8,6 @@
 // Weight values: a few rows quantized by the reference quantizer, replicated (speed does not
 // depend on values; real-valued data avoids denormal/NaN effects for the float types).
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>

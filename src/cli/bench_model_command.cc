@@ -2,17 +2,17 @@
 //                  [--device cpu|cuda[:N]] [--logits] [--sync] [--json]
 //
 // Measures like llama-bench: prompt processing (pp) = one forward pass over p tokens (chunked by
-// --batch); text generation (tg) = n single-token greedy decode steps, each step's choice (the argmax, computed on the
-// GPU there: 4 bytes come back) fed back as the next token, as a temperature-0 request runs. Where the model can queue
-// passes (the CUDA backend) the steps are pipelined as the engine runs them: step i + 1 is
-// queued, taking step i's choice on the device, before that choice reaches the host (tg_mode
-// "greedy-pipelined"); --sync waits for each choice first, as llama-bench's tg does ("greedy").
-// --logits instead copies each step's full logits to the host and feeds a fixed token sequence
-// (this bench's tg before 2026-11-24). Both start from a context that already holds --depth tokens
-// (llama-bench's -d; default 0: an empty context), prefilled before each measurement and not timed,
-// so "tg128 @ d4096" is decode speed 4,096 tokens into a conversation. Each repetition uses a fresh
-// KV cache state; a warm-up run first faults the weights into memory. Reports mean ± sample
-// standard deviation of tokens/s.
+// --batch); text generation (tg) = n single-token greedy decode steps, each step's choice (the
+// argmax, computed on the GPU there: 4 bytes come back) fed back as the next token, as a
+// temperature-0 request runs. Where the model can queue passes (the CUDA backend) the steps are
+// pipelined as the engine runs them: step i + 1 is queued, taking step i's choice on the device,
+// before that choice reaches the host (tg_mode "greedy-pipelined"); --sync waits for each choice
+// first, as llama-bench's tg does ("greedy"). --logits instead copies each step's full logits to
+// the host and feeds a fixed token sequence (this bench's tg before 2026-11-24). Both start from a
+// context that already holds --depth tokens (llama-bench's -d; default 0: an empty context),
+// prefilled before each measurement and not timed, so "tg128 @ d4096" is decode speed 4,096
+// tokens into a conversation. Each repetition uses a fresh KV cache state; a warm-up run first
+// faults the weights into memory. Reports mean ± sample standard deviation of tokens/s.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
